@@ -1,0 +1,37 @@
+"""`manage.py jobstatus`: how many jobs are in each status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from ...services import status_summary, status_summary_by_queue
+from ...states import format_summary
+
+
+class Command(BaseCommand):
+    help = "Print the number of jobs in each status, overall or per queue."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--queue", help="Only this queue.")
+        parser.add_argument("--by-queue", action="store_true", help="One line per queue.")
+        parser.add_argument("--json", action="store_true", help="Machine-readable output.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["by_queue"]:
+            summary: Any = status_summary_by_queue()
+            if options["json"]:
+                self.stdout.write(json.dumps(summary, sort_keys=True))
+            elif not summary:
+                self.stdout.write("No jobs.")
+            else:
+                for queue, counts in summary.items():
+                    self.stdout.write(f"{queue}: {format_summary(counts)}")
+            return
+        summary = status_summary(options["queue"])
+        if options["json"]:
+            self.stdout.write(json.dumps(summary))
+        else:
+            self.stdout.write(format_summary(summary))

@@ -1,0 +1,52 @@
+"""`manage.py purgejobs --days 7`: delete finished jobs, in batches."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from ...services import purge, purgeable
+from ...states import FINISHED
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete finished jobs (completed, dead, cancelled) that finished more than --days ago, "
+        "in batches so a large purge never holds a long lock."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--days", type=float, required=True, help="Age in days of the jobs to delete."
+        )
+        parser.add_argument(
+            "--status",
+            action="append",
+            choices=[s.value for s in FINISHED],
+            help="Only this status (repeatable). Default: all finished statuses.",
+        )
+        parser.add_argument("--queue", help="Only jobs of this queue.")
+        parser.add_argument("--batch-size", type=int, default=1000)
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Count what would be deleted; delete nothing."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["days"] < 0:
+            raise CommandError("--days must not be negative.")
+        if options["batch_size"] < 1:
+            raise CommandError("--batch-size must be at least 1.")
+        statuses = options["status"] or [s.value for s in FINISHED]
+        cutoff = timezone.now() - timedelta(days=options["days"])
+        queryset = purgeable(older_than=cutoff, statuses=statuses, queue=options["queue"])
+        scope = f"{'/'.join(statuses)} jobs finished before {cutoff:%Y-%m-%d %H:%M:%S %Z}"
+        if options["queue"]:
+            scope += f" in queue {options['queue']!r}"
+        if options["dry_run"]:
+            self.stdout.write(f"Would delete {queryset.count()} {scope}.")
+            return
+        deleted = purge(queryset, batch_size=options["batch_size"])
+        self.stdout.write(f"Deleted {deleted} {scope}.")

@@ -1,0 +1,140 @@
+"""Checks on enqueue input, so bad input fails in the caller and never later in a worker."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from .exceptions import InvalidJobError
+from .states import PRIORITY_MAX, PRIORITY_MIN
+
+MAX_NAME_LENGTH = 255
+MAX_QUEUE_LENGTH = 100
+MAX_KEY_LENGTH = 255
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _describe(value: Any) -> str:
+    return type(value).__qualname__
+
+
+def _find_unserializable(value: Any, path: str) -> tuple[str, str] | None:
+    """The path and reason of the first part of `value` that JSON would not give back as is."""
+    if value is None or isinstance(value, (bool, str)):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return path, "a string that is not valid UTF-8 (lone surrogate)"
+        return None
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            return path, "an integer beyond 64 bits, which not every database keeps exactly"
+        return None
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return path, f"{value!r}, which JSON cannot represent"
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _find_unserializable(item, f"{path}[{index}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path, f"a dict key of type {_describe(key)} (JSON keys must be str)"
+            found = _find_unserializable(item, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, tuple):
+        return path, "a tuple (it would come back as a list; pass a list)"
+    return path, f"type {_describe(value)}, which is not JSON"
+
+
+def check_json(value: Any, path: str) -> None:
+    """Raise InvalidJobError unless `value` survives a JSON round trip unchanged."""
+    try:
+        found = _find_unserializable(value, path)
+    except RecursionError:
+        found = (path, "nesting too deep to store")
+    if found:
+        where, why = found
+        raise InvalidJobError(f"Job argument {where} cannot be stored: {why}.")
+
+
+def check_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    for index, value in enumerate(args):
+        check_json(value, f"args[{index}]")
+    for key, value in kwargs.items():
+        check_json(value, key)
+
+
+def check_name(name: Any, what: str = "Job name", limit: int = MAX_NAME_LENGTH) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidJobError(f"{what} must be a non-empty string, got {name!r}.")
+    if len(name) > limit:
+        raise InvalidJobError(f"{what} is {len(name)} characters long; the limit is {limit}.")
+    return name
+
+
+def check_priority(priority: Any) -> int:
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InvalidJobError(f"priority must be an integer, got {_describe(priority)}.")
+    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        raise InvalidJobError(
+            f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {priority}."
+        )
+    return priority
+
+
+def check_max_attempts(max_attempts: Any) -> int:
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+        raise InvalidJobError(f"max_attempts must be an integer, got {_describe(max_attempts)}.")
+    if max_attempts < 1:
+        raise InvalidJobError(f"max_attempts must be at least 1, got {max_attempts}.")
+    return max_attempts
+
+
+def check_timeout(timeout: Any) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, timedelta):
+        timeout = timeout.total_seconds()
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise InvalidJobError(f"timeout must be a positive number of seconds, got {timeout!r}.")
+    return float(timeout)
+
+
+def resolve_run_at(run_at: Any, delay: Any, now: datetime | None = None) -> datetime:
+    """The time a job may first run, from at most one of `run_at` and `delay`."""
+    now = now or timezone.now()
+    if run_at is not None and delay is not None:
+        raise InvalidJobError("Pass run_at or delay, not both.")
+    if delay is not None:
+        if isinstance(delay, (int, float)) and not isinstance(delay, bool):
+            delay = timedelta(seconds=delay)
+        if not isinstance(delay, timedelta):
+            raise InvalidJobError(f"delay must be a timedelta or seconds, got {_describe(delay)}.")
+        if delay < timedelta(0):
+            raise InvalidJobError("delay must not be negative.")
+        return now + delay
+    if run_at is None:
+        return now
+    if not isinstance(run_at, datetime):
+        raise InvalidJobError(f"run_at must be a datetime, got {_describe(run_at)}.")
+    if settings.USE_TZ and timezone.is_naive(run_at):
+        raise InvalidJobError(
+            "run_at is a naive datetime while USE_TZ is on; pass an aware datetime "
+            "(for example django.utils.timezone.now() + timedelta(...))."
+        )
+    if not settings.USE_TZ and timezone.is_aware(run_at):
+        run_at = timezone.make_naive(run_at)
+    return run_at

@@ -1,0 +1,100 @@
+"""Test settings: the database comes from SQLQUEUE_TEST_DB (sqlite, postgres or mysql).
+
+SQLQUEUE_TEST_ID makes the database names unique, so parallel runs never share one.
+Worker processes spawned by tests get SQLQUEUE_TEST_DB_NAME: the test database pytest made.
+"""
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent
+VENDOR = os.environ.get("SQLQUEUE_TEST_DB", "sqlite")
+RUN_ID = os.environ.get("SQLQUEUE_TEST_ID", "")
+NAME_OVERRIDE = os.environ.get("SQLQUEUE_TEST_DB_NAME")
+TMP = Path(os.environ.get("SQLQUEUE_TEST_TMP", "/tmp"))
+
+if VENDOR == "sqlite":
+    sqlite_name = str(TMP / f"sqlqueue_test{RUN_ID}.sqlite3")
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": NAME_OVERRIDE or sqlite_name,
+            "TEST": {"NAME": NAME_OVERRIDE or str(TMP / f"test_sqlqueue{RUN_ID}.sqlite3")},
+        }
+    }
+elif VENDOR == "postgres":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": NAME_OVERRIDE or "postgres",
+            "USER": "postgres",
+            "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+            "PORT": os.environ.get("PGPORT", "5432"),
+            "TEST": {"NAME": f"test_sqlqueue{RUN_ID}"},
+        }
+    }
+elif VENDOR == "mysql":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.mysql",
+            "NAME": NAME_OVERRIDE or "test",
+            "USER": "root",
+            "PASSWORD": "",
+            "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("MYSQL_PORT", "3306"),
+            "OPTIONS": {"charset": "utf8mb4"},
+            "TEST": {"NAME": f"test_sqlqueue{RUN_ID}", "CHARSET": "utf8mb4"},
+        }
+    }
+else:
+    raise RuntimeError(f"SQLQUEUE_TEST_DB must be sqlite, postgres or mysql, not {VENDOR!r}")
+
+SECRET_KEY = "tests-only-not-secret"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "rangefilter",
+    "django_sqlqueue",
+    "tests.testapp",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+ROOT_URLCONF = "tests.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+SQLQUEUE = {
+    "LEASE_SECONDS": float(os.environ.get("SQLQUEUE_TEST_LEASE", "4")),
+    "HEARTBEAT_SECONDS": float(os.environ.get("SQLQUEUE_TEST_HEARTBEAT", "1")),
+    "BACKOFF_BASE": 0.2,
+    "BACKOFF_MAX": 2,
+    "POLL_INTERVAL": 0.2,
+}
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"django_sqlqueue": {"handlers": ["console"], "level": "INFO"}},
+}

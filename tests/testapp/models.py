@@ -1,0 +1,17 @@
+"""A side table that test jobs write to, so tests can count real executions."""
+
+from django.db import models
+
+
+class Execution(models.Model):
+    job_id = models.BigIntegerField(db_index=True)
+    attempt = models.PositiveIntegerField()
+    worker_pid = models.PositiveIntegerField()
+    label = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class Order(models.Model):
+    """A business row, written in the same transaction as an enqueue."""
+
+    reference = models.CharField(max_length=50)
