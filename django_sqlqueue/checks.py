@@ -68,10 +68,16 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         try:
             Backoff(jitter=float(conf["BACKOFF_JITTER"]))
         except (TypeError, ValueError) as exc:
-            errors.append(checks.Error(f"SQLQUEUE['BACKOFF_JITTER']: {exc}", id="django_sqlqueue.E003"))
+            errors.append(
+                checks.Error(f"SQLQUEUE['BACKOFF_JITTER']: {exc}", id="django_sqlqueue.E003")
+            )
     lease = conf.get("LEASE_SECONDS", DEFAULTS["LEASE_SECONDS"])
     heartbeat = conf.get("HEARTBEAT_SECONDS")
-    if isinstance(heartbeat, (int, float)) and isinstance(lease, (int, float)) and heartbeat >= lease:
+    if (
+        isinstance(heartbeat, (int, float))
+        and isinstance(lease, (int, float))
+        and heartbeat >= lease
+    ):
         errors.append(
             checks.Error(
                 "SQLQUEUE['HEARTBEAT_SECONDS'] must be shorter than LEASE_SECONDS, or leases "
@@ -93,7 +99,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 @checks.register(checks.Tags.database)
 def check_database(databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """The queue's database must be able to claim atomically (run by `migrate`, `check --database`)."""
+    """The queue database must support atomic claims (`migrate` and `check --database` run it)."""
     alias = user_settings().get("DATABASE", DEFAULTS["DATABASE"])
     if databases is None or alias not in databases or alias not in connections:
         return []

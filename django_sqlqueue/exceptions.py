@@ -21,7 +21,7 @@ class JobAlreadyRegistered(SQLQueueError):
     """Two different functions were registered under one job name."""
 
 
-class Retry(Exception):  # noqa: N818 - raised by handlers, reads as a verb
+class Retry(Exception):
     """Raise from a handler to run the job again after `delay`.
 
     Recorded as a requested retry, not an error. It still counts as an attempt, so a job that
@@ -37,7 +37,7 @@ class Retry(Exception):  # noqa: N818 - raised by handlers, reads as a verb
         super().__init__(reason or f"retry requested in {seconds:g}s")
 
 
-class Discard(Exception):  # noqa: N818 - raised by handlers, reads as a verb
+class Discard(Exception):
     """Raise from a handler to send the job to `dead` at once, whatever attempts are left."""
 
     def __init__(self, reason: str = "") -> None:
@@ -45,12 +45,12 @@ class Discard(Exception):  # noqa: N818 - raised by handlers, reads as a verb
         super().__init__(reason or "discarded by handler")
 
 
-class JobTimeout(BaseException):  # noqa: N818
+class JobTimeout(BaseException):
     """Raised inside a handler whose attempt ran past its timeout.
 
     A BaseException so that a handler's `except Exception:` cannot swallow it.
     """
 
 
-class WorkerShutdown(BaseException):  # noqa: N818
+class WorkerShutdown(BaseException):
     """Raised inside a handler still running when the grace period ran out."""

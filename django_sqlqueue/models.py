@@ -159,4 +159,3 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.id
-

@@ -169,7 +169,7 @@ def job(
     Options left out fall back to the `SQLQUEUE` settings when the job is enqueued.
     """
     if callable(name):
-        raise InvalidJobError("@job needs a name: write @job(\"send_email\"), not @job.")
+        raise InvalidJobError('@job needs a name: write @job("send_email"), not @job.')
 
     def decorate(func: Callable[P, R]) -> JobHandler[P, R]:
         handler = JobHandler(

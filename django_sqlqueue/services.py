@@ -226,9 +226,7 @@ def recover_expired_leases(*, alias: str | None = None, now: datetime | None = N
 
 def recover_worker(worker_id: str, why: str, *, alias: str | None = None) -> dict:
     """Fail the jobs of a worker process known to be dead, without waiting for the lease."""
-    return recover(
-        Q(lease_owner=worker_id), f"Worker {{worker}} was lost: {why}.", alias=alias
-    )
+    return recover(Q(lease_owner=worker_id), f"Worker {{worker}} was lost: {why}.", alias=alias)
 
 
 def cancel(ids: Iterable[int], *, alias: str | None = None) -> int:
@@ -305,9 +303,7 @@ def purge(queryset: QuerySet[Job], batch_size: int = 1000) -> int:
         deleted += count
 
 
-def status_summary(
-    queue: str | None = None, *, alias: str | None = None
-) -> dict[str, int]:
+def status_summary(queue: str | None = None, *, alias: str | None = None) -> dict[str, int]:
     queryset = jobs(alias)
     if queue:
         queryset = queryset.filter(queue=queue)

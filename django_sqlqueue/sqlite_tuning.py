@@ -14,9 +14,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from .conf import get_settings
 
 
-def tune_sqlite_connection(
-    sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any
-) -> None:
+def tune_sqlite_connection(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
     if connection.vendor != "sqlite":
         return
     conf = get_settings()

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping
 
 from django.db import models
 
-
 #: Priorities run highest first; the range matches django.tasks so they map one to one.
 PRIORITY_MIN = -100
 PRIORITY_MAX = 100
