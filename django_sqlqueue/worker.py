@@ -184,16 +184,16 @@ class JobWorker:
         self.stopping.wait(delay)
 
     def register(self) -> None:
-        Worker.objects.using(self.alias).update_or_create(
+        # One INSERT: on SQLite a read-then-write transaction could fail to take the lock.
+        now = timezone.now()
+        Worker(
             id=self.worker_id,
-            defaults={
-                "hostname": socket.gethostname()[:255],
-                "pid": os.getpid(),
-                "queues": ",".join(self.options.queues),
-                "started_at": timezone.now(),
-                "last_seen_at": timezone.now(),
-            },
-        )
+            hostname=socket.gethostname()[:255],
+            pid=os.getpid(),
+            queues=",".join(self.options.queues),
+            started_at=now,
+            last_seen_at=now,
+        ).save(using=self.alias, force_insert=True)
 
     def unregister(self) -> None:
         try:

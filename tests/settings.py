@@ -90,7 +90,7 @@ SQLQUEUE = {
     "HEARTBEAT_SECONDS": float(os.environ.get("SQLQUEUE_TEST_HEARTBEAT", "1")),
     "BACKOFF_BASE": 0.2,
     "BACKOFF_MAX": 2,
-    "POLL_INTERVAL": 0.2,
+    "POLL_INTERVAL": float(os.environ.get("SQLQUEUE_TEST_POLL", "0.2")),
 }
 LOGGING = {
     "version": 1,

@@ -10,8 +10,14 @@ class Execution(models.Model):
     label = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    def __str__(self) -> str:
+        return f"job {self.job_id} attempt {self.attempt} in pid {self.worker_pid}"
+
 
 class Order(models.Model):
     """A business row, written in the same transaction as an enqueue."""
 
     reference = models.CharField(max_length=50)
+
+    def __str__(self) -> str:
+        return self.reference

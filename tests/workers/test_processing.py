@@ -1,0 +1,188 @@
+"""Jobs run by real worker processes end in the right state, each outcome recorded."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from django_sqlqueue.models import Job
+from django_sqlqueue.states import Status
+from tests.testapp.jobs import (
+    add,
+    async_job,
+    bad_result,
+    discard,
+    fail_always,
+    hard_exit,
+    record,
+    retry,
+    sys_exit,
+    too_slow,
+)
+from tests.testapp.models import Execution
+
+pytestmark = pytest.mark.workers
+
+
+def test_many_jobs_each_run_exactly_once(workers):
+    jobs = record.enqueue_many([{"label": f"job-{i}"} for i in range(2000)])
+
+    workers.run("-n", "4", "--burst", timeout=300)
+
+    assert Job.objects.filter(status=Status.COMPLETED).count() == 2000
+    assert Execution.objects.count() == 2000
+    assert Execution.objects.values("job_id").distinct().count() == 2000
+    assert not Job.objects.exclude(attempts=1).exists()
+    # All four workers took part: the claim hands different jobs to concurrent workers.
+    assert Execution.objects.values("worker_pid").distinct().count() == 4
+    assert {j.pk for j in jobs} == set(Execution.objects.values_list("job_id", flat=True))
+
+
+def test_result_is_stored(workers):
+    job = add.enqueue(2, 3)
+    workers.run("--burst")
+    job.refresh_from_db()
+    assert job.status == Status.COMPLETED
+    assert job.result == 5
+    assert job.attempts == 1
+    assert job.started_at <= job.finished_at
+    [entry] = job.history
+    assert entry["outcome"] == "completed"
+    assert entry["worker"]
+
+
+def test_async_handler(workers):
+    job = async_job.enqueue(21)
+    workers.run("--burst")
+    job.refresh_from_db()
+    assert (job.status, job.result) == (Status.COMPLETED, 42)
+    assert Execution.objects.get(job_id=job.pk).label == "async"
+
+
+def test_failures_retry_with_backoff_then_go_dead(workers):
+    job = fail_always.enqueue()  # max_attempts=3, BACKOFF_BASE 0.2 s in test settings
+    workers.run("--burst")
+    job.refresh_from_db()
+    # The first failure schedules a retry in the future, so a burst run stops there.
+    assert job.status == Status.FAILED
+    assert job.attempts == 1
+    finished = datetime.fromisoformat(job.history[0]["finished_at"])
+    delay = (job.run_at - finished).total_seconds()
+    assert 0.1 - 0.001 <= delay <= 0.2 + 0.001  # base 0.2 s with 50% jitter
+    assert "ValueError: boom on attempt 1" in job.last_error
+    assert "Traceback" in job.history[0]["traceback"]
+
+    for _ in range(10):
+        if job.status == Status.DEAD:
+            break
+        Job.objects.filter(pk=job.pk).update(run_at=job.run_at.replace(year=2000))
+        workers.run("--burst")
+        job.refresh_from_db()
+    assert job.status == Status.DEAD
+    assert job.attempts == 3
+    assert [h["outcome"] for h in job.history] == ["error", "error", "error"]
+    assert Execution.objects.filter(job_id=job.pk).count() == 3
+
+
+def test_retry_exception_reschedules_without_error_and_is_bounded(workers):
+    job = retry.enqueue(delay=0)  # always asks for a retry; max_attempts=3
+    workers.run("--burst")
+    job.refresh_from_db()
+    assert job.status == Status.DEAD
+    assert job.attempts == 3
+    assert [h["outcome"] for h in job.history] == ["retry", "retry", "retry"]
+    assert all(h["traceback"] == "" for h in job.history)
+
+
+def test_retry_delay_is_honoured(workers):
+    job = retry.enqueue(delay=3600)
+    workers.run("--burst")
+    job.refresh_from_db()
+    assert job.status == Status.FAILED
+    finished = datetime.fromisoformat(job.history[0]["finished_at"])
+    assert abs((job.run_at - finished).total_seconds() - 3600) < 1
+
+
+def test_discard_goes_dead_at_once(workers):
+    job = discard.enqueue()
+    workers.run("--burst")
+    job.refresh_from_db()
+    assert job.status == Status.DEAD
+    assert job.attempts == 1
+    assert "payload is obsolete" in job.last_error
+
+
+def test_unknown_handler_goes_dead_with_a_message(workers):
+    job = Job.objects.create(name="no.such.job")
+    workers.run("--burst")
+    job.refresh_from_db()
+    assert job.status == Status.DEAD
+    assert "No handler for job 'no.such.job'" in job.last_error
+
+
+def test_non_json_result_fails_clearly(workers):
+    job = bad_result.enqueue()
+    workers.run("--burst")
+    job.refresh_from_db()
+    assert job.status == Status.DEAD
+    assert "return value" in job.last_error and "set" in job.last_error
+
+
+def test_timeout_stops_the_attempt_and_the_worker_continues(workers):
+    slow = too_slow.enqueue()  # timeout=1, max_attempts=2
+    after = add.enqueue(1, 1)
+    workers.run("--burst", timeout=60)
+    slow.refresh_from_db()
+    after.refresh_from_db()
+    assert slow.status in (Status.FAILED, Status.DEAD)
+    assert slow.history[0]["outcome"] == "timeout"
+    assert "Timed out after 1 s" in slow.history[0]["error"]
+    assert after.status == Status.COMPLETED
+
+
+def test_handler_calling_os_exit_costs_only_its_process(workers):
+    fatal = hard_exit.enqueue()  # max_attempts=1
+    others = add.enqueue_many([{"a": i, "b": i} for i in range(20)])
+    output = workers.run("-n", "2", "--burst", timeout=60)
+    fatal.refresh_from_db()
+    assert fatal.status == Status.DEAD
+    assert "exited with status 3" in fatal.last_error
+    assert fatal.history[-1]["outcome"] == "lost"
+    assert Job.objects.filter(pk__in=[j.pk for j in others], status=Status.COMPLETED).count() == 20
+    assert "exited with status 3" in output
+
+
+def test_handler_raising_system_exit_is_an_ordinary_failure(workers):
+    job = sys_exit.enqueue()  # max_attempts=1
+    follower = add.enqueue(2, 2)
+    workers.run("--burst")
+    job.refresh_from_db()
+    follower.refresh_from_db()
+    assert job.status == Status.DEAD
+    assert job.last_error == "SystemExit: 4"
+    assert job.history[-1]["outcome"] == "error"
+    assert follower.status == Status.COMPLETED
+
+
+def test_max_jobs_recycles_worker_processes(workers):
+    record.enqueue_many([{"label": str(i)} for i in range(12)])
+    workers.run("-n", "1", "--burst", "--max-jobs", "5", timeout=60)
+    assert Execution.objects.count() == 12
+    assert Execution.objects.values("worker_pid").distinct().count() == 3
+
+
+def test_queues_option_limits_what_is_claimed(workers):
+    mail = add.using(queue="mail").enqueue(1, 2)
+    other = add.using(queue="reports").enqueue(3, 4)
+    workers.run("--burst", "--queues", "mail")
+    mail.refresh_from_db()
+    other.refresh_from_db()
+    assert mail.status == Status.COMPLETED
+    assert other.status == Status.PENDING
+
+
+def test_bad_options_are_rejected(workers):
+    process = workers.start("-n", "0")
+    assert process.wait(timeout=30) != 0
+    assert "-n/--workers must be at least 1" in workers.log(process)
