@@ -1,0 +1,169 @@
+"""System checks report a misconfigured SQLQUEUE at start-up, with the fix."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.test.utils import override_settings
+
+from django_sqlqueue.checks import check_database, check_settings
+from django_sqlqueue.conf import DEFAULTS, get_settings
+
+
+def ids(**sqlqueue: Any) -> list[str]:
+    """The ids of the errors check_settings reports for this SQLQUEUE dict."""
+    with override_settings(SQLQUEUE=sqlqueue):
+        return [message.id for message in check_settings()]
+
+
+def messages(**sqlqueue: Any) -> list[str]:
+    with override_settings(SQLQUEUE=sqlqueue):
+        return [f"{message.msg} {message.hint or ''}" for message in check_settings()]
+
+
+class TestSettingsCheck:
+    def test_the_test_settings_are_clean(self) -> None:
+        assert check_settings() == []
+
+    def test_no_sqlqueue_setting_at_all(self, settings: Any) -> None:
+        del settings.SQLQUEUE
+        assert check_settings() == []
+
+    def test_every_default_is_valid(self) -> None:
+        assert ids(**DEFAULTS) == []
+
+    def test_not_a_dict(self) -> None:
+        with override_settings(SQLQUEUE=[("LEASE_SECONDS", 10)]):
+            [error] = check_settings()
+        assert error.id == "django_sqlqueue.E001"
+        assert "must be a dict" in error.msg
+
+    def test_unknown_key(self) -> None:
+        assert ids(LEASE_SECONDS=30, LEASE_SECOND=30) == ["django_sqlqueue.E002"]
+        [text] = messages(LEASE_SECOND=30)
+        assert "'LEASE_SECOND'" in text
+        assert "LEASE_SECONDS" in text, "the hint lists the known settings"
+
+    def test_every_unknown_key_is_reported(self) -> None:
+        assert ids(FOO=1, BAR=2) == ["django_sqlqueue.E002"] * 2
+
+    @pytest.mark.parametrize(
+        ("key", "value"),
+        [
+            ("MAX_ATTEMPTS", 0),
+            ("MAX_ATTEMPTS", "5"),
+            ("MAX_ATTEMPTS", True),
+            ("BACKOFF_BASE", -1),
+            ("BACKOFF_MAX", -0.5),
+            ("LEASE_SECONDS", 0),
+            ("LEASE_SECONDS", None),
+            ("GRACE_PERIOD", -1),
+            ("POLL_INTERVAL", 0),
+            ("BATCH_SIZE", 0),
+            ("SQLITE_BUSY_TIMEOUT", -1),
+            ("HEARTBEAT_SECONDS", 0),
+            ("HEARTBEAT_SECONDS", "1"),
+            ("DEFAULT_TIMEOUT", -5),
+            ("DEFAULT_TIMEOUT", False),
+            ("BACKOFF_JITTER", 1.5),
+            ("BACKOFF_JITTER", -0.1),
+            ("BACKOFF_JITTER", "lots"),
+        ],
+        ids=lambda v: repr(v),
+    )
+    def test_bad_value(self, key: str, value: Any) -> None:
+        assert ids(**{key: value}) == ["django_sqlqueue.E003"]
+        assert any(key in text for text in messages(**{key: value}))
+
+    @pytest.mark.parametrize(
+        ("key", "value"),
+        [
+            ("DEFAULT_PRIORITY", 500),
+            ("DEFAULT_PRIORITY", "high"),
+            ("DEFAULT_QUEUE", ""),
+            ("DEFAULT_QUEUE", 5),
+            ("DATABASE", 5),
+        ],
+        ids=lambda v: repr(v),
+    )
+    def test_bad_value_that_would_break_every_enqueue(self, key: str, value: Any) -> None:
+        """Each of these makes every enqueue (or start-up) fail; say so before that."""
+        assert ids(**{key: value}) != []
+
+    @pytest.mark.parametrize(
+        ("key", "value"),
+        [
+            ("MAX_ATTEMPTS", 1),
+            ("BACKOFF_BASE", 0),
+            ("BACKOFF_JITTER", 0),
+            ("BACKOFF_JITTER", 1),
+            ("HEARTBEAT_SECONDS", None),
+            ("DEFAULT_TIMEOUT", None),
+            ("DEFAULT_TIMEOUT", 0.5),
+            ("POLL_INTERVAL", 0.05),
+            ("DEFAULT_PRIORITY", -100),
+            ("SQLITE_TUNE", False),
+            ("AUTODISCOVER", False),
+        ],
+        ids=lambda v: repr(v),
+    )
+    def test_good_value(self, key: str, value: Any) -> None:
+        assert ids(**{key: value}) == []
+
+    @pytest.mark.parametrize(
+        ("lease", "heartbeat", "ok"),
+        [(60, 59, True), (60, 60, False), (60, 61, False), (10, 3.5, True), (None, 60, False)],
+    )
+    def test_heartbeat_must_be_shorter_than_the_lease(
+        self, lease: float | None, heartbeat: float, ok: bool
+    ) -> None:
+        conf = {"HEARTBEAT_SECONDS": heartbeat}
+        if lease is not None:
+            conf["LEASE_SECONDS"] = lease  # None: the default lease of 60 seconds
+        assert ("django_sqlqueue.E004" not in ids(**conf)) is ok
+
+    def test_unknown_database_alias(self) -> None:
+        assert ids(DATABASE="queue") == ["django_sqlqueue.E005"]
+        [text] = messages(DATABASE="queue")
+        assert "'queue'" in text
+        assert "default" in text, "the hint lists the configured aliases"
+
+    def test_known_database_alias(self) -> None:
+        assert ids(DATABASE="default") == []
+
+    def test_check_command_fails_on_a_bad_setting(self) -> None:
+        bad = {"LEASE_SECONDS": 10, "HEARTBEAT_SECONDS": 20, "X": 1}
+        with override_settings(SQLQUEUE=bad), pytest.raises(SystemCheckError) as info:
+            call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
+        assert "django_sqlqueue.E002" in str(info.value)
+        assert "django_sqlqueue.E004" in str(info.value)
+
+    def test_check_command_passes_with_the_test_settings(self) -> None:
+        out = io.StringIO()
+        call_command("check", stdout=out, stderr=io.StringIO())
+        assert "no issues" in out.getvalue()
+
+    def test_settings_are_read_afresh(self) -> None:
+        with override_settings(SQLQUEUE={"LEASE_SECONDS": 90}):
+            conf = get_settings()
+        assert conf.lease_seconds == 90
+        assert conf.heartbeat_seconds == 30, "default heartbeat is a third of the lease"
+
+
+@pytest.mark.django_db
+class TestDatabaseCheck:
+    def test_this_database_can_claim(self, alias: str) -> None:
+        assert check_database(databases=[alias]) == []
+
+    def test_skipped_unless_the_queue_database_is_checked(self) -> None:
+        assert check_database(databases=None) == []
+        assert check_database(databases=["other"]) == []
+
+    def test_check_database_command(self, alias: str) -> None:
+        out = io.StringIO()
+        call_command("check", "--database", alias, stdout=out, stderr=io.StringIO())
+        assert "no issues" in out.getvalue()

@@ -1,0 +1,195 @@
+"""`purgejobs` and `jobstatus`, run through call_command as an operator would run them."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from django_sqlqueue.models import Job
+from django_sqlqueue.states import Status
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().strip()
+
+
+def days_ago(days: float) -> Any:
+    return timezone.now() - timedelta(days=days)
+
+
+def remaining(alias: str) -> set[int]:
+    return set(Job.objects.using(alias).values_list("pk", flat=True))
+
+
+class TestPurgeJobs:
+    @pytest.fixture
+    def history(self, make_job: Any) -> dict[str, Job]:
+        """Finished and unfinished jobs, old and recent, in two queues."""
+        old, recent = days_ago(10), days_ago(1)
+        return {
+            "completed_old": make_job(status=Status.COMPLETED, finished_at=old),
+            "completed_recent": make_job(status=Status.COMPLETED, finished_at=recent),
+            "dead_old": make_job(status=Status.DEAD, finished_at=old),
+            "cancelled_old": make_job(status=Status.CANCELLED, finished_at=old),
+            "completed_old_mail": make_job(status=Status.COMPLETED, finished_at=old, queue="mail"),
+            # Never purged, however old: they still have work to do.
+            "pending_old": make_job(status=Status.PENDING, finished_at=old, run_at=old),
+            "failed_old": make_job(status=Status.FAILED, finished_at=old, run_at=old),
+            "running_old": make_job(status=Status.RUNNING, finished_at=old, run_at=old),
+            # A finished job with no finish time is not known to be old.
+            "completed_undated": make_job(status=Status.COMPLETED, finished_at=None),
+        }
+
+    def test_deletes_only_finished_jobs_older_than_the_cutoff(
+        self, history: dict[str, Job], alias: str
+    ) -> None:
+        output = run("purgejobs", "--days", "7")
+        assert output.startswith("Deleted 4 completed/dead/cancelled jobs finished before ")
+        deleted = {"completed_old", "dead_old", "cancelled_old", "completed_old_mail"}
+        assert remaining(alias) == {job.pk for n, job in history.items() if n not in deleted}
+
+    def test_status_filter(self, history: dict[str, Job], alias: str) -> None:
+        output = run("purgejobs", "--days", "7", "--status", "dead", "--status", "cancelled")
+        assert output.startswith("Deleted 2 dead/cancelled jobs")
+        assert history["dead_old"].pk not in remaining(alias)
+        assert history["cancelled_old"].pk not in remaining(alias)
+        assert history["completed_old"].pk in remaining(alias)
+
+    def test_queue_filter(self, history: dict[str, Job], alias: str) -> None:
+        output = run("purgejobs", "--days", "7", "--queue", "mail")
+        assert output.startswith("Deleted 1 ")
+        assert output.endswith("in queue 'mail'.")
+        assert remaining(alias) == {j.pk for j in history.values()} - {
+            history["completed_old_mail"].pk
+        }
+
+    def test_dry_run_deletes_nothing(self, history: dict[str, Job], alias: str) -> None:
+        output = run("purgejobs", "--days", "7", "--dry-run")
+        assert output.startswith("Would delete 4 completed/dead/cancelled jobs")
+        assert remaining(alias) == {job.pk for job in history.values()}
+
+    def test_days_zero_takes_everything_finished(self, history: dict[str, Job], alias: str) -> None:
+        assert run("purgejobs", "--days", "0").startswith("Deleted 5 ")
+
+    def test_fractional_days(self, make_job: Any, alias: str) -> None:
+        make_job(status=Status.COMPLETED, finished_at=timezone.now() - timedelta(hours=13))
+        keep = make_job(status=Status.COMPLETED, finished_at=timezone.now() - timedelta(hours=11))
+        assert run("purgejobs", "--days", "0.5").startswith("Deleted 1 ")
+        assert remaining(alias) == {keep.pk}
+
+    def test_nothing_to_purge(self, db: None) -> None:
+        assert run("purgejobs", "--days", "7").startswith("Deleted 0 ")
+
+    @pytest.mark.parametrize("batch_size", [1, 7, 10, 1000])
+    def test_deletes_in_batches(self, make_job: Any, alias: str, batch_size: int) -> None:
+        old = days_ago(30)
+        Job.objects.using(alias).bulk_create(
+            [Job(name="tests.noop", status=Status.COMPLETED, finished_at=old) for _ in range(30)]
+        )
+        keep = make_job(status=Status.PENDING)
+        with CaptureQueriesContext(connections[alias]) as queries:
+            output = run("purgejobs", "--days", "7", "--batch-size", str(batch_size))
+        assert output.startswith("Deleted 30 ")
+        assert remaining(alias) == {keep.pk}
+        deletes = [q for q in queries if q["sql"].lstrip().upper().startswith("DELETE")]
+        assert len(deletes) == math.ceil(30 / batch_size)
+
+    @pytest.mark.parametrize(
+        ("args", "match"),
+        [
+            (["--days", "-1"], "must not be negative"),
+            (["--days", "7", "--batch-size", "0"], "at least 1"),
+            (["--days", "7", "--status", "pending"], "invalid choice"),
+            (["--days", "7", "--status", "running"], "invalid choice"),
+            ([], "--days"),
+        ],
+        ids=["negative days", "zero batch", "pending", "running", "no days"],
+    )
+    def test_bad_arguments(
+        self, history: dict[str, Job], alias: str, args: list, match: str
+    ) -> None:
+        with pytest.raises(CommandError, match=match):
+            call_command("purgejobs", *args, stdout=io.StringIO())
+        assert remaining(alias) == {job.pk for job in history.values()}
+
+
+class TestJobStatus:
+    @pytest.fixture
+    def jobs(self, make_job: Any) -> None:
+        for status, queue, count in [
+            (Status.PENDING, "default", 2),
+            (Status.PENDING, "mail", 1),
+            (Status.RUNNING, "mail", 1),
+            (Status.COMPLETED, "default", 3),
+            (Status.FAILED, "reports", 1),
+            (Status.DEAD, "default", 1),
+        ]:
+            for _ in range(count):
+                make_job(status=status, queue=queue)
+
+    def test_summary_line(self, jobs: None) -> None:
+        assert run("jobstatus") == (
+            "pending: 3, running: 1, completed: 3, failed: 1, dead: 1, cancelled: 0"
+        )
+
+    def test_one_queue(self, jobs: None) -> None:
+        assert run("jobstatus", "--queue", "mail") == (
+            "pending: 1, running: 1, completed: 0, failed: 0, dead: 0, cancelled: 0"
+        )
+
+    def test_unknown_queue_is_all_zero(self, jobs: None) -> None:
+        assert run("jobstatus", "--queue", "nope") == (
+            "pending: 0, running: 0, completed: 0, failed: 0, dead: 0, cancelled: 0"
+        )
+
+    def test_by_queue(self, jobs: None) -> None:
+        assert run("jobstatus", "--by-queue").splitlines() == [
+            "default: pending: 2, running: 0, completed: 3, failed: 0, dead: 1, cancelled: 0",
+            "mail: pending: 1, running: 1, completed: 0, failed: 0, dead: 0, cancelled: 0",
+            "reports: pending: 0, running: 0, completed: 0, failed: 1, dead: 0, cancelled: 0",
+        ]
+
+    def test_json(self, jobs: None) -> None:
+        assert json.loads(run("jobstatus", "--json")) == {
+            "pending": 3,
+            "running": 1,
+            "completed": 3,
+            "failed": 1,
+            "dead": 1,
+            "cancelled": 0,
+        }
+
+    def test_json_for_one_queue(self, jobs: None) -> None:
+        assert json.loads(run("jobstatus", "--json", "--queue", "reports"))["failed"] == 1
+
+    def test_json_by_queue(self, jobs: None) -> None:
+        data = json.loads(run("jobstatus", "--json", "--by-queue"))
+        assert sorted(data) == ["default", "mail", "reports"]
+        assert data["default"] == {
+            "pending": 2,
+            "running": 0,
+            "completed": 3,
+            "failed": 0,
+            "dead": 1,
+            "cancelled": 0,
+        }
+
+    def test_empty_table(self, db: None) -> None:
+        assert run("jobstatus") == (
+            "pending: 0, running: 0, completed: 0, failed: 0, dead: 0, cancelled: 0"
+        )
+        assert run("jobstatus", "--by-queue") == "No jobs."
+        assert json.loads(run("jobstatus", "--by-queue", "--json")) == {}

@@ -1,0 +1,267 @@
+"""Enqueueing: defaults, per-call options, by name, in bulk, and inside the caller's transaction."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connections, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+import django_sqlqueue
+from django_sqlqueue import InvalidJobError, Status, enqueue
+from django_sqlqueue.models import Job
+from tests.testapp.jobs import add, fail_always, noop
+from tests.testapp.models import Order
+
+pytestmark = pytest.mark.django_db
+
+
+def stored(alias: str) -> list[Job]:
+    return list(Job.objects.using(alias).order_by("id"))
+
+
+class TestEnqueue:
+    def test_returns_the_saved_job_with_setting_defaults(self, alias: str) -> None:
+        before = timezone.now()
+        job = noop.enqueue(1, "two", flag=True)
+        after = timezone.now()
+
+        assert job.pk is not None
+        assert job.deduplicated is False
+        row = Job.objects.using(alias).get(pk=job.pk)
+        assert row.name == "tests.noop"
+        assert row.args == [1, "two"]
+        assert row.kwargs == {"flag": True}
+        assert row.status == Status.PENDING
+        assert row.queue == "default"
+        assert row.priority == 0
+        assert row.max_attempts == 5
+        assert row.attempts == 0
+        assert row.idempotency_key is None
+        assert row.lease_owner == ""
+        assert row.history == []
+        assert before <= row.run_at <= after
+        assert before <= row.created_at <= after
+
+    def test_handler_options_are_the_defaults(self, register_job: Any, alias: str) -> None:
+        handler = register_job("tests.configured", queue="mail", priority=7, max_attempts=9)
+        row = Job.objects.using(alias).get(pk=handler.enqueue(to="a@example.com").pk)
+        assert (row.queue, row.priority, row.max_attempts) == ("mail", 7, 9)
+        assert row.kwargs == {"to": "a@example.com"}
+
+    def test_handler_max_attempts_from_jobs_py(self, alias: str) -> None:
+        assert Job.objects.using(alias).get(pk=fail_always.enqueue().pk).max_attempts == 3
+
+    def test_settings_supply_what_the_handler_leaves_out(self, settings: Any, alias: str) -> None:
+        settings.SQLQUEUE = {
+            **settings.SQLQUEUE,
+            "DEFAULT_QUEUE": "bulk",
+            "DEFAULT_PRIORITY": -3,
+            "MAX_ATTEMPTS": 11,
+        }
+        row = Job.objects.using(alias).get(pk=noop.enqueue().pk)
+        assert (row.queue, row.priority, row.max_attempts) == ("bulk", -3, 11)
+
+    def test_using_overrides_everything(self, register_job: Any, alias: str) -> None:
+        handler = register_job("tests.configured", queue="mail", priority=7, max_attempts=9)
+        run_at = timezone.now() + timedelta(hours=2)
+        job = handler.using(
+            queue="urgent", priority=-50, max_attempts=1, run_at=run_at, idempotency_key="k-1"
+        ).enqueue("x")
+        row = Job.objects.using(alias).get(pk=job.pk)
+        assert (row.queue, row.priority, row.max_attempts) == ("urgent", -50, 1)
+        assert row.run_at == run_at
+        assert row.idempotency_key == "k-1"
+        assert row.args == ["x"]
+
+    def test_using_can_be_chained(self, alias: str) -> None:
+        job = noop.using(queue="a", priority=3).using(priority=4).enqueue()
+        row = Job.objects.using(alias).get(pk=job.pk)
+        assert (row.queue, row.priority) == ("a", 4)
+
+    def test_using_does_not_change_the_handler(self, alias: str) -> None:
+        noop.using(queue="elsewhere", priority=9)
+        row = Job.objects.using(alias).get(pk=noop.enqueue().pk)
+        assert (row.queue, row.priority) == ("default", 0)
+
+    @pytest.mark.parametrize(
+        "delay", [timedelta(minutes=5), 300, 300.0], ids=["timedelta", "int", "float"]
+    )
+    def test_delay_moves_run_at(self, delay: Any, alias: str) -> None:
+        before = timezone.now()
+        job = noop.using(delay=delay).enqueue()
+        after = timezone.now()
+        run_at = Job.objects.using(alias).get(pk=job.pk).run_at
+        assert before + timedelta(minutes=5) <= run_at <= after + timedelta(minutes=5)
+
+    def test_direct_call_runs_the_function_and_stores_nothing(self, alias: str) -> None:
+        assert add(2, 3) == 5
+        assert add(a="x", b="y") == "xy"
+        assert stored(alias) == []
+
+    def test_handler_keeps_the_function_identity(self) -> None:
+        assert add.__name__ == "add"
+        assert add.__module__ == "tests.testapp.jobs"
+        assert add.name == "tests.add"
+
+
+class TestEnqueueByName:
+    def test_enqueue_by_name(self, alias: str) -> None:
+        job = enqueue("tests.add", 2, b=3)
+        row = Job.objects.using(alias).get(pk=job.pk)
+        assert (row.name, row.args, row.kwargs) == ("tests.add", [2], {"b": 3})
+
+    def test_package_level_enqueue_is_the_same(self, alias: str) -> None:
+        job = django_sqlqueue.enqueue("tests.noop", "x")
+        assert Job.objects.using(alias).get(pk=job.pk).args == ["x"]
+
+    def test_by_name_uses_the_handler_defaults(self, alias: str) -> None:
+        assert Job.objects.using(alias).get(pk=enqueue("tests.fail_always").pk).max_attempts == 3
+
+
+class TestEnqueueMany:
+    def test_one_job_per_dict(self, alias: str) -> None:
+        jobs = add.enqueue_many([{"a": 1, "b": 2}, {"a": 3, "b": 4}])
+        assert len(jobs) == 2
+        assert all(job.pk is not None for job in jobs)
+        rows = stored(alias)
+        assert [job.pk for job in jobs] == [row.pk for row in rows]
+        assert [row.kwargs for row in rows] == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+        assert {row.name for row in rows} == {"tests.add"}
+        assert {row.status for row in rows} == {Status.PENDING}
+
+    def test_with_options(self, alias: str) -> None:
+        add.using(queue="math", priority=5).enqueue_many([{"a": 1, "b": 1}] * 3)
+        rows = stored(alias)
+        assert [(row.queue, row.priority) for row in rows] == [("math", 5)] * 3
+
+    def test_accepts_any_iterable(self, alias: str) -> None:
+        add.enqueue_many({"a": n, "b": n} for n in range(4))
+        assert len(stored(alias)) == 4
+
+    def test_inserts_in_one_statement(self, alias: str) -> None:
+        with CaptureQueriesContext(connections[alias]) as queries:
+            jobs = noop.enqueue_many([{"n": n} for n in range(50)])
+        inserts = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
+        assert len(inserts) == 1
+        assert len(jobs) == 50
+        assert len(stored(alias)) == 50
+
+    def test_empty_list_stores_nothing(self, alias: str) -> None:
+        assert noop.enqueue_many([]) == []
+        assert stored(alias) == []
+
+    def test_a_bad_item_stores_nothing(self, alias: str) -> None:
+        items = [{"a": 1}, {"a": 2}, {"a": object()}, {"a": 4}]
+        with pytest.raises(InvalidJobError, match=r"item 2.*a.*object"):
+            noop.enqueue_many(items)
+        assert stored(alias) == []
+
+    def test_an_item_that_is_not_a_dict_stores_nothing(self, alias: str) -> None:
+        with pytest.raises(InvalidJobError, match=r"item 1 is a list"):
+            noop.enqueue_many([{"a": 1}, [1, 2]])
+        assert stored(alias) == []
+
+    def test_an_item_with_non_string_keys_stores_nothing(self, alias: str) -> None:
+        """Keyword arguments are names: `{1: "x"}` would come back as `{"1": "x"}`."""
+        with pytest.raises(InvalidJobError, match="item 1"):
+            noop.enqueue_many([{"a": 1}, {1: "x"}])
+        assert stored(alias) == []
+
+
+@pytest.mark.django_db(transaction=True)
+class TestTransactionalEnqueue:
+    """The job commits or rolls back with the caller's own writes."""
+
+    def test_rollback_leaves_no_job(self, alias: str) -> None:
+        with pytest.raises(RuntimeError, match="view failed"), transaction.atomic(using=alias):
+            Order.objects.using(alias).create(reference="A-1")
+            noop.enqueue(order="A-1")
+            assert Job.objects.using(alias).count() == 1
+            raise RuntimeError("view failed")
+        assert Order.objects.using(alias).count() == 0
+        assert Job.objects.using(alias).count() == 0
+
+    def test_commit_keeps_both(self, alias: str) -> None:
+        with transaction.atomic(using=alias):
+            order = Order.objects.using(alias).create(reference="A-2")
+            job = noop.enqueue(order=order.pk)
+        assert Order.objects.using(alias).filter(reference="A-2").exists()
+        assert Job.objects.using(alias).get(pk=job.pk).kwargs == {"order": order.pk}
+
+    def test_rollback_of_a_savepoint_drops_only_its_jobs(self, alias: str) -> None:
+        with transaction.atomic(using=alias):
+            kept = noop.enqueue("outer")
+            with pytest.raises(RuntimeError), transaction.atomic(using=alias):
+                noop.enqueue("inner")
+                raise RuntimeError
+        assert [row.pk for row in stored(alias)] == [kept.pk]
+
+    def test_bulk_enqueue_rolls_back_too(self, alias: str) -> None:
+        with pytest.raises(RuntimeError), transaction.atomic(using=alias):
+            noop.enqueue_many([{"n": 1}, {"n": 2}])
+            raise RuntimeError
+        assert stored(alias) == []
+
+    def test_other_connections_see_the_job_only_after_commit(
+        self, alias: str, in_other_thread: Any
+    ) -> None:
+        def visible_elsewhere() -> bool:
+            return Job.objects.using(alias).filter(name="tests.noop").exists()
+
+        with transaction.atomic(using=alias):
+            Order.objects.using(alias).create(reference="A-3")
+            noop.enqueue()
+            assert not in_other_thread(visible_elsewhere)
+        assert in_other_thread(visible_elsewhere)
+
+    def test_enqueue_outside_a_transaction_is_committed_at_once(
+        self, alias: str, in_other_thread: Any
+    ) -> None:
+        job = noop.enqueue()
+        assert in_other_thread(lambda: Job.objects.using(alias).filter(pk=job.pk).exists())
+
+
+@pytest.mark.django_db(transaction=True)
+class TestNotify:
+    """PostgreSQL wakes idle workers with one NOTIFY per queue, sent only on commit."""
+
+    @pytest.fixture
+    def listener(self, alias: str, vendor: str) -> Any:
+        if vendor != "postgresql":
+            pytest.skip("LISTEN/NOTIFY exists only on PostgreSQL")
+        import psycopg
+
+        from django_sqlqueue.notify import CHANNEL
+
+        params = connections[alias].get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        params.pop("prepare_threshold", None)
+        with psycopg.connect(**params, autocommit=True) as conn:
+            conn.execute(f"LISTEN {CHANNEL}")
+
+            def received() -> list[str]:
+                return sorted(n.payload for n in conn.notifies(timeout=0.5, stop_after=None))
+
+            yield received
+
+    def test_commit_notifies_each_queue_once(self, listener: Any, alias: str) -> None:
+        with transaction.atomic(using=alias):
+            noop.using(queue="mail").enqueue()
+            noop.using(queue="mail").enqueue()
+            noop.using(queue="reports").enqueue_many([{"n": 1}, {"n": 2}])
+        assert listener() == ["mail", "reports"]
+
+    def test_rollback_notifies_nobody(self, listener: Any, alias: str) -> None:
+        with pytest.raises(RuntimeError), transaction.atomic(using=alias):
+            noop.enqueue()
+            raise RuntimeError
+        assert listener() == []
+
+    def test_autocommit_enqueue_notifies(self, listener: Any) -> None:
+        noop.enqueue()
+        assert listener() == ["default"]

@@ -1,0 +1,90 @@
+"""Django's default SQLite settings work for a queue: the app turns on WAL and a busy timeout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.test.utils import override_settings
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def sqlite_only(vendor: str) -> None:
+    if vendor != "sqlite":
+        pytest.skip(f"WAL mode and busy_timeout are SQLite settings; this run uses {vendor}")
+
+
+@pytest.fixture
+def fresh_connection(alias: str, tmp_path: Path) -> Iterator[Any]:
+    """`fresh_connection(name)`: a new connection, as Django makes one, to a file in tmp_path.
+
+    A new file starts in SQLite's default rollback-journal mode, so WAL can only come from
+    the app.
+    """
+    opened: list[Any] = []
+
+    def connect(name: str = "fresh.sqlite3") -> Any:
+        base = connections[alias]
+        path = name if name == ":memory:" else str(tmp_path / name)
+        settings_dict = {**base.settings_dict, "NAME": path}
+        wrapper = type(base)(settings_dict, alias=f"{alias}-tuning-probe")
+        wrapper.ensure_connection()
+        opened.append(wrapper)
+        return wrapper
+
+    yield connect
+    for wrapper in opened:
+        wrapper.close()
+
+
+def pragma(connection: Any, name: str) -> Any:
+    with connection.cursor() as cursor:
+        cursor.execute(f"PRAGMA {name}")
+        return cursor.fetchone()[0]
+
+
+def test_the_test_database_is_in_wal_mode(alias: str, settings: Any) -> None:
+    connection = connections[alias]
+    connection.ensure_connection()
+    assert pragma(connection, "journal_mode") == "wal"
+    assert pragma(connection, "busy_timeout") == 20_000
+
+
+def test_a_new_connection_is_tuned(fresh_connection: Any) -> None:
+    connection = fresh_connection()
+    assert pragma(connection, "journal_mode") == "wal"
+    assert pragma(connection, "busy_timeout") == 20_000
+    assert Path(connection.settings_dict["NAME"]).exists()
+
+
+def test_busy_timeout_follows_the_setting(fresh_connection: Any, settings: Any) -> None:
+    settings.SQLQUEUE = {**settings.SQLQUEUE, "SQLITE_BUSY_TIMEOUT": 2.5}
+    assert pragma(fresh_connection(), "busy_timeout") == 2500
+
+
+def test_opt_out_leaves_the_database_alone(fresh_connection: Any, settings: Any) -> None:
+    settings.SQLQUEUE = {**settings.SQLQUEUE, "SQLITE_TUNE": False}
+    connection = fresh_connection()
+    assert pragma(connection, "journal_mode") == "delete"
+    assert pragma(connection, "busy_timeout") != 20_000
+
+
+def test_opt_out_then_opt_in(fresh_connection: Any) -> None:
+    """The tuning is applied per connection: the next connection with it on gets WAL."""
+    with override_settings(SQLQUEUE={"SQLITE_TUNE": False}):
+        first = fresh_connection("same.sqlite3")
+        assert pragma(first, "journal_mode") == "delete"
+        first.close()
+    second = fresh_connection("same.sqlite3")
+    assert pragma(second, "journal_mode") == "wal"
+
+
+def test_in_memory_databases_are_left_alone(fresh_connection: Any) -> None:
+    """WAL is meaningless in memory; the tuning must not fail there."""
+    connection = fresh_connection(":memory:")
+    assert pragma(connection, "journal_mode") == "memory"
