@@ -224,9 +224,28 @@ def recover_expired_leases(*, alias: str | None = None, now: datetime | None = N
     )
 
 
-def recover_worker(worker_id: str, why: str, *, alias: str | None = None) -> dict:
-    """Fail the jobs of a worker process known to be dead, without waiting for the lease."""
-    return recover(Q(lease_owner=worker_id), f"Worker {{worker}} was lost: {why}.", alias=alias)
+def recover_worker(
+    worker_id: str, why: str, *, running: int | None = None, alias: str | None = None
+) -> dict:
+    """The worker process is known to be dead: act on its jobs without waiting for leases.
+
+    `running` is the job it was running when it died, if known: that attempt is spent (the
+    job may well have caused the crash). Jobs it had claimed but not started go back to the
+    queue unspent. When `running` is unknown, every job it held counts as lost.
+    """
+    held = Q(lease_owner=worker_id)
+    if running is None:
+        return recover(held, f"Worker {{worker}} was lost: {why}.", alias=alias)
+    counts = recover(held & Q(id=running), f"Worker {{worker}} was lost: {why}.", alias=alias)
+    released = 0
+    for job in jobs(alias).filter(held, status=Status.RUNNING).exclude(id=running):
+        released += release(
+            _claimed_from(job),
+            f"Worker {worker_id} was lost ({why}) before starting it.",
+            alias=alias,
+        )
+    counts["released"] = released
+    return counts
 
 
 def cancel(ids: Iterable[int], *, alias: str | None = None) -> int:

@@ -13,6 +13,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .conf import get_settings
 
+SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
 
 def tune_sqlite_connection(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
     if connection.vendor != "sqlite":
@@ -26,4 +28,7 @@ def tune_sqlite_connection(sender: Any, connection: BaseDatabaseWrapper, **kwarg
     raw.execute(f"PRAGMA busy_timeout = {int(conf.sqlite_busy_timeout * 1000)}")
     mode = raw.execute("PRAGMA journal_mode").fetchone()[0]
     if mode.lower() != "wal":
-        raw.execute("PRAGMA journal_mode = WAL")
+        mode = raw.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    synchronous = str(conf.sqlite_synchronous or "").upper()
+    if synchronous in SYNCHRONOUS_MODES and mode.lower() == "wal":
+        raw.execute(f"PRAGMA synchronous = {synchronous}")

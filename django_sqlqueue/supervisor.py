@@ -38,6 +38,8 @@ INTERRUPT_GRACE = 5.0
 class Child:
     worker_id: str
     process: Any
+    #: Id of the job the worker is running (0: none), written by the worker itself.
+    current_job: Any
     started: float = field(default_factory=time.monotonic)
 
 
@@ -151,11 +153,14 @@ class Supervisor:
         worker_id = new_worker_id()
         # A forked child must not share this process's database sockets.
         connections.close_all()
+        current_job = self.context.Value("q", 0, lock=False)
         process = self.context.Process(
-            target=worker_main, args=(worker_id, self.options), name=f"sqlqueue-{worker_id}"
+            target=worker_main,
+            args=(worker_id, self.options, current_job),
+            name=f"sqlqueue-{worker_id}",
         )
         process.start()
-        self.children[process.pid] = Child(worker_id, process)
+        self.children[process.pid] = Child(worker_id, process, current_job)
 
     def fill(self) -> None:
         """Replace workers that died, backing off if they keep dying at once."""
@@ -183,7 +188,9 @@ class Supervisor:
         why = f"process {child.process.pid} {describe_exit(code)}"
         logger.error("Worker %s %s", child.worker_id, why)
         try:
-            services.recover_worker(child.worker_id, why, alias=self.conf.database)
+            services.recover_worker(
+                child.worker_id, why, running=child.current_job.value, alias=self.conf.database
+            )
             Worker.objects.using(self.conf.database).filter(id=child.worker_id).delete()
         except DatabaseError as exc:
             logger.warning("Could not recover jobs of %s yet (%s)", child.worker_id, exc)
@@ -205,7 +212,10 @@ class Supervisor:
                 child.process.kill()
                 child.process.join()
                 services.recover_worker(
-                    child.worker_id, "killed at shutdown", alias=self.conf.database
+                    child.worker_id,
+                    "killed at shutdown",
+                    running=child.current_job.value,
+                    alias=self.conf.database,
                 )
             self.children.clear()
             return True

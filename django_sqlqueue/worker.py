@@ -24,6 +24,7 @@ from django.utils import timezone
 from . import services, signals
 from .claimed import ClaimedJob
 from .claimers import get_claimer
+from .completion import Completer
 from .conf import QueueSettings, get_settings
 from .exceptions import JobTimeout, WorkerShutdown
 from .execution import JobRunner, Outcome, execute, resolve_runner
@@ -40,6 +41,10 @@ EXIT_RECYCLE = 75
 EXIT_HUNG = 70
 #: Seconds past its timeout before a handler that ignores the alarm costs its process.
 HARD_TIMEOUT_GRACE = 5.0
+#: A worker claims as many jobs as it expects to finish in this many seconds (up to
+#: BATCH_SIZE): short jobs travel in batches, slow ones one by one so no job waits long
+#: behind another while an idle worker could have taken it.
+CLAIM_BUDGET_SECONDS = 0.05
 
 
 def refresh_connections() -> None:
@@ -83,6 +88,7 @@ class JobWorker:
         worker_id: str,
         options: WorkerOptions,
         conf: QueueSettings | None = None,
+        shared_current: Any = None,
     ) -> None:
         self.worker_id = worker_id
         self.options = options
@@ -95,7 +101,13 @@ class JobWorker:
         self.current_deadline: float | None = None
         self.in_handler = False
         self.jobs_done = 0
+        self.average_duration: float | None = None
+        self.succeeded: list[tuple[ClaimedJob, JobRunner | None, Outcome, float]] = []
+        # The supervisor reads this after a crash to tell the job that was running (its
+        # attempt is spent) from claimed jobs that never started (handed back unspent).
+        self.shared_current = shared_current
         self.claimer = get_claimer(self.alias)
+        self.completer = Completer(self.alias)
         self.waiter = make_waiter(self.alias, self.conf.poll_interval, self.stopping)
 
     # Signals -------------------------------------------------------------------------------
@@ -142,7 +154,7 @@ class JobWorker:
                     jobs = self.claimer.claim(
                         self.worker_id,
                         self.options.queues,
-                        self.batch_size,
+                        self.claim_size(),
                         self.conf.lease_seconds,
                         timezone.now(),
                     )
@@ -160,6 +172,7 @@ class JobWorker:
                 self.held = jobs
                 while self.held and not self.stopping.is_set():
                     self.run_one(self.held.pop(0))
+                self.flush_completed()
                 self.hand_back_held("the worker is stopping")
                 if self.options.max_jobs and self.jobs_done >= self.options.max_jobs:
                     logger.info(
@@ -169,11 +182,29 @@ class JobWorker:
                     break
                 refresh_connections()
         finally:
+            self.flush_completed()
             self.hand_back_held("the worker is stopping")
             heartbeat.stop()
             self.unregister()
             self.waiter.close()
         return status
+
+    def claim_size(self) -> int:
+        """How many jobs to claim now: what fits the time budget, never past --max-jobs."""
+        if self.average_duration is None:
+            size = 1
+        elif self.average_duration <= 0:
+            size = self.batch_size
+        else:
+            size = int(CLAIM_BUDGET_SECONDS / self.average_duration)
+        size = max(1, min(self.batch_size, size))
+        if self.options.max_jobs:
+            size = max(1, min(size, self.options.max_jobs - self.jobs_done))
+        return size
+
+    def observe_duration(self, seconds: float) -> None:
+        previous = self.average_duration
+        self.average_duration = seconds if previous is None else previous * 0.8 + seconds * 0.2
 
     def database_trouble(self, exc: Exception, failures: int) -> None:
         delay = min(30.0, 0.5 * 2 ** min(failures, 6))
@@ -215,6 +246,8 @@ class JobWorker:
         began = time.monotonic()
         timeout = (runner.timeout if runner else None) or self.conf.default_timeout
         self.current = job
+        if self.shared_current is not None:
+            self.shared_current.value = job.id
         self.current_deadline = began + timeout + HARD_TIMEOUT_GRACE if timeout else None
         outcome: Outcome | None = None
         signals.job_started.send(sender=job.name, job=job)
@@ -244,12 +277,42 @@ class JobWorker:
                     )
                 )
                 return
-        self.record(job, runner, outcome, started_at, time.monotonic() - began)
+        duration = time.monotonic() - began
+        self.observe_duration(duration)
+        if outcome.is_success:
+            self.succeeded.append((job, runner, outcome, duration))
+        else:
+            self.record_failure(job, runner, outcome, started_at, duration)
         self.current = None
+        if self.shared_current is not None:
+            self.shared_current.value = 0
         self.current_deadline = None
         self.jobs_done += 1
 
-    def record(
+    def flush_completed(self) -> None:
+        """Record the batch's successful attempts together, then report each."""
+        if not self.succeeded:
+            return
+        batch, self.succeeded = self.succeeded, []
+        now = timezone.now()
+        recorded = self.with_retries(
+            lambda: self.completer.complete([(job, out.result) for job, _, out, _ in batch], now)
+        )
+        for job, runner, outcome, duration in batch:
+            label = f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
+            if recorded is None or job.id not in recorded:
+                logger.warning(
+                    "%s finished in %.1f ms but its lease was lost; its result was discarded",
+                    label,
+                    duration * 1000,
+                )
+                continue
+            logger.info("%s completed in %.1f ms", label, duration * 1000)
+            signals.job_completed.send(sender=job.name, job=job, result=outcome.result)
+            if runner is not None:
+                runner.finished(job, outcome)
+
+    def record_failure(
         self,
         job: ClaimedJob,
         runner: JobRunner | None,
@@ -258,38 +321,28 @@ class JobWorker:
         duration: float,
     ) -> None:
         label = f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
-        if outcome.is_success:
-            kept = self.with_retries(
-                lambda: services.complete(job, outcome.result, started_at, alias=self.alias)
+        status = self.with_retries(
+            lambda: services.fail(
+                job,
+                outcome.error,
+                outcome.traceback,
+                started_at=started_at,
+                backoff=runner.backoff if runner else None,
+                retry_delay=outcome.retry_delay,
+                discard=outcome.goes_dead,
+                outcome=outcome.kind,
+                alias=self.alias,
             )
-            status: Status | None = Status.COMPLETED if kept else None
-        else:
-            status = self.with_retries(
-                lambda: services.fail(
-                    job,
-                    outcome.error,
-                    outcome.traceback,
-                    started_at=started_at,
-                    backoff=runner.backoff if runner else None,
-                    retry_delay=outcome.retry_delay,
-                    discard=outcome.goes_dead,
-                    outcome=outcome.kind,
-                    alias=self.alias,
-                )
-            )
+        )
         millis = duration * 1000
         if status is None:
             logger.warning(
-                "%s finished in %.1f ms but its lease was lost; the outcome (%s) was discarded",
+                "%s failed in %.1f ms but its lease was lost; the failure was not recorded",
                 label,
                 millis,
-                outcome.kind,
             )
             return
-        if status == Status.COMPLETED:
-            logger.info("%s completed in %.1f ms", label, millis)
-            signals.job_completed.send(sender=job.name, job=job, result=outcome.result)
-        elif status == Status.FAILED:
+        if status == Status.FAILED:
             logger.warning("%s failed in %.1f ms (%s); will retry", label, millis, outcome.error)
             if outcome.traceback:
                 logger.info("%s traceback:\n%s", label, outcome.traceback)
@@ -342,10 +395,10 @@ class JobWorker:
         os._exit(EXIT_HUNG)
 
 
-def worker_main(worker_id: str, options: WorkerOptions) -> None:
+def worker_main(worker_id: str, options: WorkerOptions, shared_current: Any = None) -> None:
     """Entry point of a worker process started by the supervisor (which closed its database
     connections before forking, so this process opens its own)."""
-    worker = JobWorker(worker_id, options)
+    worker = JobWorker(worker_id, options, shared_current=shared_current)
     worker.install_signal_handlers()
     logger.info("Worker %s started (pid %d)", worker_id, os.getpid())
     code = worker.run()

@@ -25,9 +25,13 @@ class SQLiteClaimer(Claimer):
     ) -> list[ClaimedJob]:
         assignments, assign_params = self.running_assignments(worker_id, lease_seconds, now)
         queue_sql, queue_params = self.queue_filter(queues)
+        # Without ANALYZE statistics SQLite may prefer the (status, finished_at) index and
+        # sort every claimable row; name the partial index that already has the claim order.
+        index = "sqlqueue_claim_any" if not queues else "sqlqueue_claim_queue"
         sql = (
             f"UPDATE {self.table} SET {assignments} WHERE id IN ("
-            f"SELECT id FROM {self.table} WHERE {self.claimable_sql}{queue_sql} "
+            f"SELECT id FROM {self.table} INDEXED BY {index} "
+            f"WHERE {self.claimable_sql}{queue_sql} "
             f"AND run_at <= %s ORDER BY priority DESC, run_at, id LIMIT %s"
             f") RETURNING {self.columns}"
         )
