@@ -9,11 +9,12 @@ class SQLQueueConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 - registers the system checks
-        from .conf import get_settings
+        from .conf import DEFAULTS, user_settings
         from .sqlite_tuning import tune_sqlite_connection
 
         connection_created.connect(tune_sqlite_connection, dispatch_uid="django_sqlqueue_sqlite")
-        if get_settings().autodiscover:
+        # Read raw: a bad value elsewhere in SQLQUEUE must reach the system checks, not crash here.
+        if user_settings().get("AUTODISCOVER", DEFAULTS["AUTODISCOVER"]):
             from django.utils.module_loading import autodiscover_modules
 
             autodiscover_modules("jobs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ class Backoff:
 
 BackoffSpec = Backoff | float | int | Callable[[int], float]
 
+#: No retry is scheduled further out than this, whatever a backoff returns (one year).
+MAX_DELAY = 366 * 24 * 3600.0
+
 
 def compute_delay(spec: BackoffSpec | None, attempt: int, default: Backoff) -> float:
     """Seconds to wait after failed attempt `attempt`, for any accepted `backoff=` value.
@@ -45,12 +49,19 @@ def compute_delay(spec: BackoffSpec | None, attempt: int, default: Backoff) -> f
     A bare number is the base; cap and jitter then come from `default` (the settings).
     """
     if spec is None:
-        return default.delay(attempt)
-    if isinstance(spec, Backoff):
-        return spec.delay(attempt)
-    if isinstance(spec, (int, float)):
-        return Backoff(base=float(spec), cap=default.cap, jitter=default.jitter).delay(attempt)
-    return max(0.0, float(spec(attempt)))
+        delay = default.delay(attempt)
+    elif isinstance(spec, Backoff):
+        delay = spec.delay(attempt)
+    elif isinstance(spec, (int, float)):
+        delay = Backoff(base=float(spec), cap=default.cap, jitter=default.jitter).delay(attempt)
+    else:
+        try:
+            delay = float(spec(attempt))
+        except Exception:
+            delay = default.delay(attempt)
+    if not math.isfinite(delay):
+        delay = MAX_DELAY
+    return min(max(0.0, delay), MAX_DELAY)
 
 
 def validate_backoff(spec: object) -> None:

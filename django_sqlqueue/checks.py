@@ -10,6 +10,8 @@ from django.db import connections
 
 from .backoff import Backoff
 from .conf import DEFAULTS, user_settings
+from .sqlite_tuning import SYNCHRONOUS_MODES
+from .states import PRIORITY_MAX, PRIORITY_MIN
 
 NUMBERS = {
     "MAX_ATTEMPTS": 1,
@@ -71,6 +73,15 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             errors.append(
                 checks.Error(f"SQLQUEUE['BACKOFF_JITTER']: {exc}", id="django_sqlqueue.E003")
             )
+    synchronous = conf.get("SQLITE_SYNCHRONOUS", DEFAULTS["SQLITE_SYNCHRONOUS"])
+    if synchronous is not None and str(synchronous).upper() not in SYNCHRONOUS_MODES:
+        errors.append(
+            checks.Error(
+                f"SQLQUEUE['SQLITE_SYNCHRONOUS'] is {synchronous!r}.",
+                hint=f"Use one of {', '.join(SYNCHRONOUS_MODES)}, or None.",
+                id="django_sqlqueue.E003",
+            )
+        )
     lease = conf.get("LEASE_SECONDS", DEFAULTS["LEASE_SECONDS"])
     heartbeat = conf.get("HEARTBEAT_SECONDS")
     if (
@@ -83,6 +94,28 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 "SQLQUEUE['HEARTBEAT_SECONDS'] must be shorter than LEASE_SECONDS, or leases "
                 "of live workers would expire between heartbeats.",
                 id="django_sqlqueue.E004",
+            )
+        )
+    priority = conf.get("DEFAULT_PRIORITY", DEFAULTS["DEFAULT_PRIORITY"])
+    if (
+        isinstance(priority, bool)
+        or not isinstance(priority, int)
+        or not PRIORITY_MIN <= priority <= PRIORITY_MAX
+    ):
+        errors.append(
+            checks.Error(
+                f"SQLQUEUE['DEFAULT_PRIORITY'] must be an integer from {PRIORITY_MIN} to "
+                f"{PRIORITY_MAX}, got {priority!r}.",
+                id="django_sqlqueue.E003",
+            )
+        )
+    queue = conf.get("DEFAULT_QUEUE", DEFAULTS["DEFAULT_QUEUE"])
+    if not isinstance(queue, str) or not queue.strip() or len(queue) > 100:
+        errors.append(
+            checks.Error(
+                f"SQLQUEUE['DEFAULT_QUEUE'] must be a non-empty string of at most 100 "
+                f"characters, got {queue!r}.",
+                id="django_sqlqueue.E003",
             )
         )
     alias = conf.get("DATABASE", DEFAULTS["DATABASE"])

@@ -17,6 +17,8 @@ MAX_NAME_LENGTH = 255
 MAX_QUEUE_LENGTH = 100
 MAX_KEY_LENGTH = 255
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: PostgreSQL's jsonb prints floats this large without a fraction: they come back as ints.
+FLOAT_EXPONENT_LIMIT = 1e16
 
 
 def _describe(value: Any) -> str:
@@ -25,13 +27,10 @@ def _describe(value: Any) -> str:
 
 def _find_unserializable(value: Any, path: str) -> tuple[str, str] | None:
     """The path and reason of the first part of `value` that JSON would not give back as is."""
-    if value is None or isinstance(value, (bool, str)):
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return path, "a string that is not valid UTF-8 (lone surrogate)"
+    if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, str):
+        return _string_problem(value, path)
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             return path, "an integer beyond 64 bits, which not every database keeps exactly"
@@ -39,6 +38,11 @@ def _find_unserializable(value: Any, path: str) -> tuple[str, str] | None:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return path, f"{value!r}, which JSON cannot represent"
+        if abs(value) >= FLOAT_EXPONENT_LIMIT:
+            return path, (
+                f"the float {value!r}, which PostgreSQL would give back as an integer; "
+                "pass it as an int or a string"
+            )
         return None
     if isinstance(value, list):
         for index, item in enumerate(value):
@@ -50,13 +54,25 @@ def _find_unserializable(value: Any, path: str) -> tuple[str, str] | None:
         for key, item in value.items():
             if not isinstance(key, str):
                 return path, f"a dict key of type {_describe(key)} (JSON keys must be str)"
-            found = _find_unserializable(item, f"{path}[{key!r}]")
+            found = _string_problem(key, f"{path} key {key!r}") or _find_unserializable(
+                item, f"{path}[{key!r}]"
+            )
             if found:
                 return found
         return None
     if isinstance(value, tuple):
         return path, "a tuple (it would come back as a list; pass a list)"
     return path, f"type {_describe(value)}, which is not JSON"
+
+
+def _string_problem(value: str, path: str) -> tuple[str, str] | None:
+    if "\x00" in value:
+        return path, "a string containing a NUL character, which PostgreSQL cannot store"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return path, "a string that is not valid UTF-8 (lone surrogate)"
+    return None
 
 
 def check_json(value: Any, path: str) -> None:
@@ -74,6 +90,13 @@ def check_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
     for index, value in enumerate(args):
         check_json(value, f"args[{index}]")
     for key, value in kwargs.items():
+        if not isinstance(key, str):
+            raise InvalidJobError(
+                f"Keyword argument names must be strings; got {key!r} ({_describe(key)})."
+            )
+        problem = _string_problem(key, f"keyword {key!r}")
+        if problem:
+            raise InvalidJobError(f"Job argument {problem[0]} cannot be stored: {problem[1]}.")
         check_json(value, key)
 
 
@@ -120,12 +143,21 @@ def resolve_run_at(run_at: Any, delay: Any, now: datetime | None = None) -> date
         raise InvalidJobError("Pass run_at or delay, not both.")
     if delay is not None:
         if isinstance(delay, (int, float)) and not isinstance(delay, bool):
-            delay = timedelta(seconds=delay)
+            if not math.isfinite(delay):
+                raise InvalidJobError(f"delay must be a finite number of seconds, got {delay!r}.")
+            try:
+                delay = timedelta(seconds=delay)
+            except OverflowError:
+                raise InvalidJobError(f"delay of {delay!r} seconds is too long.") from None
         if not isinstance(delay, timedelta):
             raise InvalidJobError(f"delay must be a timedelta or seconds, got {_describe(delay)}.")
         if delay < timedelta(0):
             raise InvalidJobError("delay must not be negative.")
-        return now + delay
+        try:
+            run_at = now + delay
+        except OverflowError:
+            raise InvalidJobError(f"delay of {delay} puts the job past year 9999.") from None
+        return run_at
     if run_at is None:
         return now
     if not isinstance(run_at, datetime):
