@@ -28,6 +28,7 @@ class Heartbeat(threading.Thread):
         interval: float,
         lease_seconds: float,
         current_job: Callable[[], int | None],
+        held_jobs: Callable[[], list[int]],
         jobs_done: Callable[[], int],
         on_orphaned: Callable[[], None],
         on_overdue: Callable[[], None],
@@ -38,6 +39,7 @@ class Heartbeat(threading.Thread):
         self.interval = interval
         self.lease_seconds = lease_seconds
         self.current_job = current_job
+        self.held_jobs = held_jobs
         self.jobs_done = jobs_done
         self.on_orphaned = on_orphaned
         self.on_overdue = on_overdue
@@ -45,7 +47,7 @@ class Heartbeat(threading.Thread):
         self.stopped = threading.Event()
 
     def beat(self) -> None:
-        renew_leases(self.worker_id, self.lease_seconds, alias=self.alias)
+        renew_leases(self.worker_id, self.held_jobs(), self.lease_seconds, alias=self.alias)
         Worker.objects.using(self.alias).filter(id=self.worker_id).update(
             last_seen_at=timezone.now(),
             current_job_id=self.current_job(),

@@ -143,12 +143,21 @@ def release(job: ClaimedJob, reason: str, *, alias: str | None = None) -> bool:
     return bool(updated)
 
 
-def renew_leases(worker_id: str, lease_seconds: float, *, alias: str | None = None) -> int:
-    """Push the lease of every job `worker_id` holds forward: the worker is alive."""
+def renew_leases(
+    worker_id: str, job_ids: Iterable[int], lease_seconds: float, *, alias: str | None = None
+) -> int:
+    """Push forward the leases of the jobs the worker knows it holds: it is alive.
+
+    Only the ids it names: a claim whose reply was lost with the connection leaves rows the
+    worker never saw, and those must expire and be recovered, not be renewed forever.
+    """
+    ids = list(job_ids)
+    if not ids:
+        return 0
     now = timezone.now()
     return (
         jobs(alias)
-        .filter(status=Status.RUNNING, lease_owner=worker_id)
+        .filter(id__in=ids, status=Status.RUNNING, lease_owner=worker_id)
         .update(lease_expires_at=now + timedelta(seconds=lease_seconds), updated_at=now)
     )
 

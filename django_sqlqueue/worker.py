@@ -141,6 +141,7 @@ class JobWorker:
             self.conf.heartbeat_seconds,
             self.conf.lease_seconds,
             current_job=lambda: self.current.id if self.current else None,
+            held_jobs=self.held_job_ids,
             jobs_done=lambda: self.jobs_done,
             on_orphaned=self.stopping.set,
             on_overdue=self.stop_if_hung,
@@ -188,6 +189,16 @@ class JobWorker:
             self.unregister()
             self.waiter.close()
         return status
+
+    def held_job_ids(self) -> list[int]:
+        """Every job this worker holds a lease on: running, waiting in its batch, or done but
+        not yet recorded. Read from the heartbeat thread, so it copies before iterating."""
+        ids = [job.id for job in list(self.held)]
+        ids += [entry[0].id for entry in list(self.succeeded)]
+        current = self.current
+        if current is not None:
+            ids.append(current.id)
+        return ids
 
     def claim_size(self) -> int:
         """How many jobs to claim now: what fits the time budget, never past --max-jobs."""

@@ -488,10 +488,23 @@ class TestRecovery:
         theirs = make_job()
         claim("alive", lease_seconds=1)
         claim("other", lease_seconds=1)
-        assert services.renew_leases("alive", 600) == 1
+        # A worker renews only the jobs it names, and only while it owns them.
+        assert services.renew_leases("alive", [mine.pk, theirs.pk], 600) == 1
         assert services.recover_expired_leases(now=later(2)) == {"failed": 1, "dead": 0}
         assert row(mine).status == Status.RUNNING
         assert row(theirs).status == Status.FAILED
+
+    def test_renew_leases_skips_claimed_rows_the_worker_never_saw(
+        self, make_job: Any, claim: Claim
+    ) -> None:
+        """A claim whose reply was lost leaves rows the worker does not know: they expire."""
+        seen = make_job(priority=1)
+        lost = make_job()
+        claim("alive", limit=2, lease_seconds=1)
+        assert services.renew_leases("alive", [seen.pk], 600) == 1
+        assert services.recover_expired_leases(now=later(2)) == {"failed": 1, "dead": 0}
+        assert row(seen).status == Status.RUNNING
+        assert row(lost).status == Status.FAILED
 
 
 class TestAdminActions:
