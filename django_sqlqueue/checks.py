@@ -55,7 +55,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                     id="django_sqlqueue.E003",
                 )
             )
-    for key in ("HEARTBEAT_SECONDS", "DEFAULT_TIMEOUT"):
+    for key in ("HEARTBEAT_SECONDS", "DEFAULT_TIMEOUT", "PRUNE_COMPLETED_AFTER_DAYS"):
         value = conf.get(key)
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0

@@ -37,6 +37,10 @@ DEFAULTS: dict[str, Any] = {
     # NORMAL in WAL mode survives any process crash; a power loss or OS crash may lose the
     # last transactions (never corrupts). FULL syncs every commit, at several times the cost.
     "SQLITE_SYNCHRONOUS": "NORMAL",
+    # Supervisors delete completed jobs older than this many days, a batch at a time, so the
+    # table does not grow without end. None keeps them (then run `purgejobs` from cron).
+    # Dead and cancelled jobs are kept for inspection until purged.
+    "PRUNE_COMPLETED_AFTER_DAYS": 7,
     # Import `jobs` modules of installed apps at start-up, as the admin does with `admin`.
     "AUTODISCOVER": True,
 }
@@ -59,6 +63,7 @@ class QueueSettings:
     sqlite_busy_timeout: float
     sqlite_synchronous: str | None
     autodiscover: bool
+    prune_completed_after_days: float | None
 
 
 def user_settings() -> dict[str, Any]:
@@ -93,6 +98,11 @@ def get_settings() -> QueueSettings:
         sqlite_busy_timeout=float(merged["SQLITE_BUSY_TIMEOUT"]),
         sqlite_synchronous=merged["SQLITE_SYNCHRONOUS"],
         autodiscover=bool(merged["AUTODISCOVER"]),
+        prune_completed_after_days=(
+            float(merged["PRUNE_COMPLETED_AFTER_DAYS"])
+            if merged["PRUNE_COMPLETED_AFTER_DAYS"] is not None
+            else None
+        ),
     )
 
 

@@ -213,6 +213,12 @@ def recover(
         )
         if status is not None:
             counts[status.value] += 1
+            if status == Status.DEAD:
+                from . import signals
+
+                signals.send(
+                    signals.job_dead, claimed, error=reason.format(worker=claimed.lease_owner)
+                )
             logger.warning(
                 "Job %s (%s) recovered from worker %s: %s",
                 candidate.id,
@@ -317,11 +323,13 @@ def purgeable(
     return queryset
 
 
-def purge(queryset: QuerySet[Job], batch_size: int = 1000) -> int:
+def purge(queryset: QuerySet[Job], batch_size: int = 1000, max_batches: int | None = None) -> int:
     """Delete in batches by primary key, each its own short transaction."""
     alias = queryset.db
     deleted = 0
-    while True:
+    batches = 0
+    while max_batches is None or batches < max_batches:
+        batches += 1
         ids = list(queryset.order_by("id").values_list("id", flat=True)[:batch_size])
         if not ids:
             return deleted
@@ -329,6 +337,14 @@ def purge(queryset: QuerySet[Job], batch_size: int = 1000) -> int:
             # Filtered again: a job requeued since the read must not be deleted.
             count, _ = queryset.filter(id__in=ids).delete()
         deleted += count
+    return deleted
+
+
+def prune_completed(days: float, *, alias: str | None = None, batch_size: int = 1000) -> int:
+    """One batch of the built-in pruning: completed jobs finished more than `days` ago."""
+    cutoff = timezone.now() - timedelta(days=days)
+    queryset = purgeable(cutoff, statuses=[Status.COMPLETED.value], alias=alias)
+    return purge(queryset, batch_size=batch_size, max_batches=1)
 
 
 def status_summary(queue: str | None = None, *, alias: str | None = None) -> dict[str, int]:
@@ -345,3 +361,22 @@ def status_summary_by_queue(*, alias: str | None = None) -> dict[str, dict[str, 
     for queue, status, count in rows:
         grouped.setdefault(queue, []).append((status, count))
     return {queue: summarize(grouped[queue]) for queue in sorted(grouped)}
+
+
+def worker_rows(*, alias: str | None = None) -> list[dict[str, Any]]:
+    """Worker heartbeat rows, each marked stale when it missed three heartbeats."""
+    from .models import Worker
+
+    conf = get_settings()
+    stale_before = timezone.now() - timedelta(seconds=3 * conf.heartbeat_seconds)
+    rows = Worker.objects.using(alias or conf.database).values(
+        "id",
+        "hostname",
+        "pid",
+        "queues",
+        "started_at",
+        "last_seen_at",
+        "current_job_id",
+        "jobs_done",
+    )
+    return [{**row, "stale": row["last_seen_at"] < stale_before} for row in rows]

@@ -230,6 +230,12 @@ class Supervisor:
                 logger.warning("Recovered jobs with expired leases: %s", counts)
             stale = timezone.now() - timedelta(seconds=3 * self.conf.lease_seconds)
             Worker.objects.using(self.conf.database).filter(last_seen_at__lt=stale).delete()
+            if self.conf.prune_completed_after_days is not None:
+                pruned = services.prune_completed(
+                    self.conf.prune_completed_after_days, alias=self.conf.database
+                )
+                if pruned:
+                    logger.info("Pruned %d completed jobs", pruned)
         except DatabaseError as exc:
             logger.warning("Housekeeping failed (%s); will retry", exc)
             connections[self.conf.database].close()

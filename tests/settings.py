@@ -91,6 +91,14 @@ SQLQUEUE = {
     "BACKOFF_BASE": 0.2,
     "BACKOFF_MAX": 2,
     "POLL_INTERVAL": float(os.environ.get("SQLQUEUE_TEST_POLL", "0.2")),
+    "DEFAULT_TIMEOUT": float(os.environ["SQLQUEUE_TEST_TIMEOUT"])
+    if os.environ.get("SQLQUEUE_TEST_TIMEOUT")
+    else None,
+    "PRUNE_COMPLETED_AFTER_DAYS": (
+        None
+        if os.environ.get("SQLQUEUE_TEST_PRUNE_DAYS") == "none"
+        else float(os.environ.get("SQLQUEUE_TEST_PRUNE_DAYS", "7"))
+    ),
 }
 LOGGING = {
     "version": 1,

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from ...services import status_summary, status_summary_by_queue
+from ...services import status_summary, status_summary_by_queue, worker_rows
 from ...states import format_summary
 
 
@@ -18,8 +18,32 @@ class Command(BaseCommand):
         parser.add_argument("--queue", help="Only this queue.")
         parser.add_argument("--by-queue", action="store_true", help="One line per queue.")
         parser.add_argument("--json", action="store_true", help="Machine-readable output.")
+        parser.add_argument(
+            "--workers", action="store_true", help="Also list live worker processes."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        self.print_counts(options)
+        if options["workers"]:
+            self.print_workers(options["json"])
+
+    def print_workers(self, as_json: bool) -> None:
+        rows = worker_rows()
+        if as_json:
+            self.stdout.write(json.dumps({"workers": rows}, default=str))
+            return
+        if not rows:
+            self.stdout.write("No workers.")
+            return
+        for row in rows:
+            state = " (stale)" if row["stale"] else ""
+            job = f"job {row['current_job_id']}" if row["current_job_id"] else "idle"
+            self.stdout.write(
+                f"{row['id']}{state}: pid {row['pid']}, queues {row['queues'] or 'all'}, "
+                f"{job}, {row['jobs_done']} jobs done, last seen {row['last_seen_at']:%H:%M:%S}"
+            )
+
+    def print_counts(self, options: dict[str, Any]) -> None:
         if options["by_queue"]:
             summary: Any = status_summary_by_queue()
             if options["json"]:
