@@ -125,7 +125,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__qualname__}: {text}" if text else type(exc).__qualname__
 
 
-def execute(job: ClaimedJob, runner: JobRunner | None, worker_id: str) -> Outcome:
+def execute(
+    job: ClaimedJob, runner: JobRunner | None, worker_id: str, timeout: float | None = None
+) -> Outcome:
     """Run the attempt, turning every way a handler can end into an Outcome.
 
     WorkerShutdown propagates: the caller hands the job back instead of recording a failure.
@@ -143,7 +145,7 @@ def execute(job: ClaimedJob, runner: JobRunner | None, worker_id: str) -> Outcom
     except JobTimeout:
         return Outcome(
             "timeout",
-            error=f"Timed out after {runner.timeout:g} s.",
+            error=f"Timed out after {timeout or runner.timeout or 0:g} s.",
             traceback=traceback.format_exc(),
         )
     except Retry as exc:

@@ -261,13 +261,13 @@ class JobWorker:
             self.shared_current.value = job.id
         self.current_deadline = began + timeout + HARD_TIMEOUT_GRACE if timeout else None
         outcome: Outcome | None = None
-        signals.job_started.send(sender=job.name, job=job)
+        signals.send(signals.job_started, job)
         try:
             try:
                 if timeout:
                     signal.setitimer(signal.ITIMER_REAL, timeout)
                 self.in_handler = True
-                outcome = execute(job, runner, self.worker_id)
+                outcome = execute(job, runner, self.worker_id, timeout)
             finally:
                 self.in_handler = False
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -319,7 +319,7 @@ class JobWorker:
                 )
                 continue
             logger.info("%s completed in %.1f ms", label, duration * 1000)
-            signals.job_completed.send(sender=job.name, job=job, result=outcome.result)
+            signals.send(signals.job_completed, job, result=outcome.result)
             if runner is not None:
                 runner.finished(job, outcome)
 
@@ -357,12 +357,12 @@ class JobWorker:
             logger.warning("%s failed in %.1f ms (%s); will retry", label, millis, outcome.error)
             if outcome.traceback:
                 logger.info("%s traceback:\n%s", label, outcome.traceback)
-            signals.job_failed.send(sender=job.name, job=job, error=outcome.error)
+            signals.send(signals.job_failed, job, error=outcome.error)
         else:
             logger.error("%s is dead after %.1f ms: %s", label, millis, outcome.error)
             if outcome.traceback:
                 logger.error("%s traceback:\n%s", label, outcome.traceback)
-            signals.job_dead.send(sender=job.name, job=job, error=outcome.error)
+            signals.send(signals.job_dead, job, error=outcome.error)
         if runner is not None:
             runner.finished(job, outcome)
 

@@ -3,9 +3,12 @@
 import os
 import time
 
-from django_sqlqueue import Discard, Retry, job
+from django.dispatch import receiver
 
-from .models import Execution
+from django_sqlqueue import Discard, Retry, job
+from django_sqlqueue.signals import job_completed, job_dead, job_started
+
+from .models import Execution, SignalLog
 
 
 def _record(context, label=""):
@@ -94,3 +97,26 @@ async def async_job(context, value):
 
     await sync_to_async(_record)(context, "async")
     return value * 2
+
+
+@job("tests.signal_boom")
+def signal_boom():
+    return "survived"
+
+
+# Receivers, connected in every process that imports the jobs (workers included).
+
+
+@receiver(job_completed, sender=add)
+def _add_completed(sender, job, result, **kwargs):
+    SignalLog.objects.create(signal="completed", job_id=job.id, detail=str(result))
+
+
+@receiver(job_dead)
+def _dead(sender, job, error, **kwargs):
+    SignalLog.objects.create(signal="dead", job_id=job.id, detail=error)
+
+
+@receiver(job_started, sender=signal_boom)
+def _broken_receiver(sender, job, **kwargs):
+    raise RuntimeError("a receiver with a bug")

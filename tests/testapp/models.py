@@ -21,3 +21,14 @@ class Order(models.Model):
 
     def __str__(self) -> str:
         return self.reference
+
+
+class SignalLog(models.Model):
+    """One row per worker signal a test receiver saw (receivers live in jobs.py)."""
+
+    signal = models.CharField(max_length=20)
+    job_id = models.BigIntegerField()
+    detail = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.signal} for job {self.job_id}"
