@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.core.signals import setting_changed
 
 from .backoff import Backoff
 
@@ -71,8 +72,27 @@ def user_settings() -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
+_cached: QueueSettings | None = None
+
+
+def _forget(*, setting: str, **kwargs: Any) -> None:
+    global _cached
+    if setting == "SQLQUEUE":
+        _cached = None
+
+
+setting_changed.connect(_forget, dispatch_uid="django_sqlqueue_settings")
+
+
 def get_settings() -> QueueSettings:
-    """The settings in force, read afresh so tests using override_settings see their values."""
+    """The settings in force (cached; override_settings clears the cache)."""
+    global _cached
+    if _cached is None:
+        _cached = _read_settings()
+    return _cached
+
+
+def _read_settings() -> QueueSettings:
     merged = {**DEFAULTS, **user_settings()}
     lease = float(merged["LEASE_SECONDS"])
     heartbeat = merged["HEARTBEAT_SECONDS"]

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .conf import get_settings
+from .conf import QueueSettings, get_settings
 from .exceptions import InvalidJobError
+from .insertion import NewJob, inserter_for
 from .models import Job
-from .notify import notify_enqueued
 from .validation import (
     MAX_KEY_LENGTH,
     check_arguments,
@@ -31,10 +32,11 @@ def build_job(
     kwargs: Mapping[str, Any],
     options: EnqueueOptions,
     *,
-    backend: str = "",
-) -> Job:
-    """A validated, unsaved Job; raises InvalidJobError on any bad input."""
-    conf = get_settings()
+    conf: QueueSettings | None = None,
+    now: datetime | None = None,
+) -> NewJob:
+    """A validated job, not yet stored; raises InvalidJobError on any bad input."""
+    conf = conf or get_settings()
     check_arguments(args, kwargs)
     queue = options.queue or handler.queue or conf.default_queue
     check_name(queue, "queue", 100)
@@ -45,8 +47,8 @@ def build_job(
     key = options.idempotency_key
     if key is not None:
         check_name(key, "idempotency_key", MAX_KEY_LENGTH)
-    now = timezone.now()
-    return Job(
+    now = now or timezone.now()
+    return NewJob(
         name=handler.name,
         queue=queue,
         args=list(args),
@@ -57,28 +59,36 @@ def build_job(
         ),
         run_at=resolve_run_at(options.run_at, options.delay, now),
         created_at=now,
-        updated_at=now,
         idempotency_key=key,
-        backend=backend,
     )
 
 
-def save_job(job: Job, alias: str) -> Job:
+def store(new_job: NewJob, alias: str) -> Job:
     """INSERT one job; with an idempotency key, return the existing job instead of a second."""
-    if job.idempotency_key is None:
-        job.save(using=alias, force_insert=True)
+    inserter = inserter_for(alias)
+    if new_job.idempotency_key is None:
+        [job] = inserter.insert([new_job])
     else:
         try:
             with transaction.atomic(using=alias):
-                job.save(using=alias, force_insert=True)
+                [job] = inserter.insert([new_job])
         except IntegrityError:
-            existing = _job_with_key(job.idempotency_key, alias)
+            existing = _job_with_key(new_job.idempotency_key, alias)
             if existing is None:
                 raise
             existing.deduplicated = True
             return existing
-    notify_enqueued(alias, {job.queue})
     return job
+
+
+def save_job(job: Job, alias: str) -> Job:
+    """Store an unsaved Job instance built by a caller (the django.tasks backend)."""
+    stored = store(NewJob.from_model(job), alias)
+    if not stored.deduplicated:
+        job.pk = stored.pk
+        job._state.adding = False
+        job._state.db = alias
+    return stored
 
 
 def _job_with_key(key: str, alias: str) -> Job | None:
@@ -94,19 +104,21 @@ def enqueue_job(
     kwargs: Mapping[str, Any],
     options: EnqueueOptions,
 ) -> Job:
-    return save_job(build_job(handler, args, kwargs, options), get_settings().database)
+    conf = get_settings()
+    return store(build_job(handler, args, kwargs, options, conf=conf), conf.database)
 
 
 def enqueue_jobs(
     handler: JobHandler[Any, Any],
     kwargs_list: Iterable[Mapping[str, Any]],
     options: EnqueueOptions,
-    batch_size: int = 1000,
 ) -> list[Job]:
     """Validate every job first, then insert them all: one bad item stores nothing."""
     if options.idempotency_key is not None:
         raise InvalidJobError("enqueue_many does not take an idempotency_key; enqueue one by one.")
-    jobs = []
+    conf = get_settings()
+    now = timezone.now()
+    new_jobs = []
     for index, kwargs in enumerate(kwargs_list):
         if not isinstance(kwargs, Mapping):
             raise InvalidJobError(
@@ -114,15 +126,14 @@ def enqueue_jobs(
                 f"is a {type(kwargs).__qualname__}."
             )
         try:
-            jobs.append(build_job(handler, (), kwargs, options))
+            new_jobs.append(build_job(handler, (), kwargs, options, conf=conf, now=now))
         except InvalidJobError as exc:
             raise InvalidJobError(f"enqueue_many item {index}: {exc}") from exc
-    if not jobs:
+    if not new_jobs:
         return []
-    alias = get_settings().database
+    alias = conf.database
     with transaction.atomic(using=alias):
-        created = Job.objects.using(alias).bulk_create(jobs, batch_size=batch_size)
-    notify_enqueued(alias, {job.queue for job in jobs})
+        created = inserter_for(alias).insert(new_jobs)
     return created
 
 
