@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.conf import settings
 from django.db.backends.signals import connection_created
 
 
@@ -18,3 +19,6 @@ class SQLQueueConfig(AppConfig):
             from django.utils.module_loading import autodiscover_modules
 
             autodiscover_modules("jobs")
+        tasks = getattr(settings, "TASKS", None) or {}
+        if any(str(t.get("BACKEND", "")).startswith("django_sqlqueue.") for t in tasks.values()):
+            from . import backend  # noqa: F401 - lets workers run django.tasks @task functions

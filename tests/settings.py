@@ -106,3 +106,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"django_sqlqueue": {"handlers": ["console"], "level": "INFO"}},
 }
+
+# django.tasks (issue 6): the backend under test, and the backport's app on Django 5.2.
+from tests.tasksapp.tasks_settings import TASKS, TASKS_APPS  # noqa: E402, F401
+
+INSTALLED_APPS += TASKS_APPS

@@ -1,0 +1,1 @@
+"""`@task` functions and settings for the django.tasks backend tests (not an installed app)."""
