@@ -180,10 +180,12 @@ def _claimed_from(job: Job) -> ClaimedJob:
     )
 
 
-def _backoff_for(name: str) -> BackoffSpec | None:
-    from .registry import registry
+def _backoff_for(job: ClaimedJob) -> BackoffSpec | None:
+    """The backoff the job's own runner declares (a @job's or a @task's), if any."""
+    from .execution import resolve_runner
 
-    return registry.get(name).backoff if name in registry else None
+    runner = resolve_runner(job)
+    return runner.backoff if runner is not None else None
 
 
 def recover(
@@ -207,7 +209,7 @@ def recover(
             claimed,
             reason.format(worker=candidate.lease_owner),
             started_at=candidate.started_at,
-            backoff=_backoff_for(candidate.name),
+            backoff=_backoff_for(claimed),
             outcome="lost",
             alias=alias,
         )
