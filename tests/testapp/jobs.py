@@ -120,3 +120,10 @@ def _dead(sender, job, error, **kwargs):
 @receiver(job_started, sender=signal_boom)
 def _broken_receiver(sender, job, **kwargs):
     raise RuntimeError("a receiver with a bug")
+
+
+@job("tests.segfault", max_attempts=1)
+def segfault():
+    import ctypes
+
+    ctypes.string_at(0)  # reads address 0: the process dies with SIGSEGV

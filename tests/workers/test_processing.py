@@ -17,6 +17,7 @@ from tests.testapp.jobs import (
     hard_exit,
     record,
     retry,
+    segfault,
     sys_exit,
     too_slow,
 )
@@ -186,3 +187,15 @@ def test_bad_options_are_rejected(workers):
     process = workers.start("-n", "0")
     assert process.wait(timeout=30) != 0
     assert "-n/--workers must be at least 1" in workers.log(process)
+
+
+def test_handler_that_segfaults_costs_only_its_process(workers):
+    crash = segfault.enqueue()  # max_attempts=1
+    after = add.enqueue(3, 4)
+    output = workers.run("--burst", timeout=60)
+    crash.refresh_from_db()
+    after.refresh_from_db()
+    assert crash.status == Status.DEAD
+    assert "killed by SIGSEGV" in crash.last_error
+    assert after.status == Status.COMPLETED
+    assert "killed by SIGSEGV" in output
