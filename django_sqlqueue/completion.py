@@ -76,14 +76,17 @@ class Completer:
         keys = [value for job in jobs for value in (job.id, job.attempts)]
         rows_sql = f"VALUES {pairs}" if self.vendor == "sqlite" else pairs
         # MySQL applies SET assignments in order: history must read lease_owner first.
+        # `id IN` steers every planner to the primary key; the row-value test is the fence.
         sql = (
             f"UPDATE {self.table} SET history = {self.history_sql}, "
             f"status = '{Status.COMPLETED.value}', result = {result_sql}, finished_at = %s, "
             "updated_at = %s, lease_owner = '', lease_expires_at = NULL "
-            f"WHERE status = '{Status.RUNNING.value}' AND lease_owner = %s "
+            f"WHERE id IN ({', '.join(['%s'] * len(jobs))}) "
+            f"AND status = '{Status.RUNNING.value}' AND lease_owner = %s "
             f"AND (id, attempts) IN ({rows_sql})"
         )
-        params = [*history_params, result_text, adapted_now, adapted_now, owner, *keys]
+        ids = [job.id for job in jobs]
+        params = [*history_params, result_text, adapted_now, adapted_now, *ids, owner, *keys]
         if self.vendor == "mysql":
             return self._complete_mysql(sql, params, jobs)
         with self.connection.cursor() as cursor:
