@@ -199,3 +199,11 @@ def test_handler_that_segfaults_costs_only_its_process(workers):
     assert "killed by SIGSEGV" in crash.last_error
     assert after.status == Status.COMPLETED
     assert "killed by SIGSEGV" in output
+
+
+def test_runworkers_refuses_to_start_without_the_tables(workers, tmp_path):
+    empty = tmp_path / "empty.sqlite3"
+    env = {"SQLQUEUE_TEST_DB": "sqlite", "SQLQUEUE_TEST_DB_NAME": str(empty)}
+    process = workers.start("--burst", env=env)
+    assert process.wait(timeout=30) == 1
+    assert "Run `manage.py migrate` first" in workers.log(process)

@@ -7,8 +7,10 @@ import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import OperationalError, connections
 
 from ...conf import get_settings
+from ...models import Job, Worker
 from ...supervisor import Supervisor
 from ...worker import WorkerOptions
 
@@ -54,6 +56,8 @@ class Command(BaseCommand):
         if options["batch_size"] is not None and options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1.")
         self.configure_logging(options["verbosity"])
+        conf = get_settings()
+        self.check_tables(conf.database)
         supervisor = Supervisor(
             options["workers"],
             WorkerOptions(
@@ -63,11 +67,28 @@ class Command(BaseCommand):
                 batch_size=options["batch_size"],
             ),
             grace_period=options["grace_period"],
-            conf=get_settings(),
+            conf=conf,
         )
         code = supervisor.run()
         if code:
             sys.exit(code)
+
+    def check_tables(self, alias: str) -> None:
+        """Fail at once when the tables are missing; an unreachable database is waited for."""
+        try:
+            with connections[alias].cursor() as cursor:
+                tables = connections[alias].introspection.table_names(cursor)
+        except OperationalError as exc:
+            logging.getLogger("django_sqlqueue").warning(
+                "Database %r is not reachable yet (%s); workers will keep trying", alias, exc
+            )
+            return
+        missing = {Job._meta.db_table, Worker._meta.db_table} - set(tables)
+        if missing:
+            raise CommandError(
+                f"The job tables ({', '.join(sorted(missing))}) do not exist in database "
+                f"{alias!r}. Run `manage.py migrate` first."
+            )
 
     def configure_logging(self, verbosity: int) -> None:
         """Log to stderr unless the project's LOGGING already handles our logger."""
