@@ -30,6 +30,8 @@ from .worker import EXIT_HUNG, EXIT_RECYCLE, WorkerOptions, new_worker_id, worke
 
 logger = logging.getLogger("django_sqlqueue")
 
+#: How often the supervisor looks at its workers and at signals it received.
+TICK = 0.2
 #: Seconds a worker gets to hand its job back after the grace period, before SIGKILL.
 INTERRUPT_GRACE = 5.0
 
@@ -143,7 +145,7 @@ class Supervisor:
                 self.fill()
                 if time.monotonic() >= self.next_maintenance:
                     self.maintain()
-            time.sleep(0.05)
+            time.sleep(TICK)
         self.maintain()
         connections.close_all()
         logger.info("Supervisor stopped")

@@ -46,13 +46,24 @@ class Waiter:
 
 
 class SQLiteWaiter(Waiter):
-    """Polls `PRAGMA data_version` every few ms; claims only when something was committed."""
+    """Polls `PRAGMA data_version` every few ms; claims only when something was committed.
 
-    tick = 0.005
+    Right after work it looks every 5 ms (low latency while jobs trickle in); after a quiet
+    couple of seconds every 25 ms, which keeps an idle worker well under 1% of a CPU.
+    """
+
+    busy_tick = 0.005
+    idle_tick = 0.025
+    busy_for = 2.0
 
     def __init__(self, alias: str, max_interval: float, stop: threading.Event) -> None:
         super().__init__(alias, max_interval, stop)
         self.version: Any = None
+        self.last_work = time.monotonic()
+
+    def worked(self) -> None:
+        super().worked()
+        self.last_work = time.monotonic()
 
     def _data_version(self) -> Any:
         connection = connections[self.alias]
@@ -62,8 +73,9 @@ class SQLiteWaiter(Waiter):
     def wait(self) -> None:
         deadline = time.monotonic() + self.max_interval
         self.version = self._data_version()
-        while time.monotonic() < deadline:
-            if self.stop.wait(self.tick):
+        while (now := time.monotonic()) < deadline:
+            tick = self.busy_tick if now - self.last_work < self.busy_for else self.idle_tick
+            if self.stop.wait(tick):
                 return
             if self._data_version() != self.version:
                 return
