@@ -111,6 +111,8 @@ class Job(models.Model):
             # purgejobs and the admin's finished-date filter.
             models.Index(fields=["status", "finished_at"], name="sqlqueue_status_finished"),
             models.Index(fields=["name", "-id"], name="sqlqueue_name"),
+            # The admin's status filter, newest first.
+            models.Index(fields=["status", "-id"], name="sqlqueue_status_id"),
         ]
         constraints = [
             models.CheckConstraint(
