@@ -1,0 +1,122 @@
+"""Row counts the job list can afford on a table of millions of rows.
+
+An exact `COUNT(*)` reads every matching row on every page view. The list instead counts at
+most `COUNT_CAP + 1` rows (bounded work whatever the table holds) and, when that is not enough
+and nothing is filtered, asks the database for its own estimate of the table's size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.paginator import Paginator
+from django.db import DatabaseError, connections
+from django.db.models import Model, QuerySet
+from django.utils.functional import cached_property
+
+#: Rows counted exactly before the list says "more than".
+COUNT_CAP = 10_000
+
+EXACT = "exact"
+ESTIMATE = "estimate"
+AT_LEAST = "at_least"
+
+
+def bounded_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> int:
+    """How many rows match, counting no further than `cap + 1`."""
+    return queryset.order_by().values("pk")[: cap + 1].count()
+
+
+def estimated_table_rows(model: type[Model], alias: str) -> int | None:
+    """The database's own estimate of the table's row count, or None where it has none.
+
+    PostgreSQL keeps one in pg_class (refreshed by autovacuum and ANALYZE), MySQL and MariaDB
+    in information_schema; SQLite only after ANALYZE has filled sqlite_stat1.
+    """
+    connection = connections[alias]
+    table = model._meta.db_table
+    if connection.vendor == "postgresql":
+        sql = "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)"
+        params = [connection.ops.quote_name(table)]
+    elif connection.vendor == "mysql":
+        sql = (
+            "SELECT table_rows FROM information_schema.tables "
+            "WHERE table_schema = DATABASE() AND table_name = %s"
+        )
+        params = [table]
+    elif connection.vendor == "sqlite":
+        sql = "SELECT stat FROM sqlite_stat1 WHERE tbl = %s LIMIT 1"
+        params = [table]
+    else:
+        return None
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+    except DatabaseError:
+        # Only SQLite gets here (no ANALYZE yet, so no sqlite_stat1); a failed read does
+        # not end its transaction.
+        return None
+    if not row or row[0] is None:
+        return None
+    try:
+        value = int(str(row[0]).split()[0])
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+class JobPaginator(Paginator):
+    """A paginator whose count is exact up to COUNT_CAP, estimated or capped beyond it.
+
+    `count_kind` says which: EXACT, ESTIMATE (unfiltered, from the database's statistics) or
+    AT_LEAST (filtered and more than COUNT_CAP: pages stop at the cap; narrow the filters).
+
+    On the first page it reads the page's rows (and one more) before counting: when they are
+    all there is, as for most searches, that one read is the count, the page and (see
+    JobChangeList) the summary bar, instead of three passes over the table.
+    """
+
+    cap = COUNT_CAP
+    count_kind = EXACT
+
+    def __init__(self, *args: Any, first_page: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.first_page = first_page
+        self.first_rows: list[Any] | None = None
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list
+        if self.first_page:
+            self.first_rows = list(queryset[: self.per_page + 1])
+            if len(self.first_rows) <= self.per_page:
+                self.count_kind = EXACT
+                return len(self.first_rows)
+            del self.first_rows[self.per_page :]
+        counted = bounded_count(queryset, self.cap)
+        if counted <= self.cap:
+            self.count_kind = EXACT
+            return counted
+        if not queryset.query.where:
+            estimate = estimated_table_rows(queryset.model, queryset.db)
+            if estimate is not None and estimate > self.cap:
+                self.count_kind = ESTIMATE
+                return estimate
+        self.count_kind = AT_LEAST
+        return self.cap
+
+    @property
+    def complete(self) -> bool:
+        """True when the first page's rows are every matching row."""
+        return (
+            self.first_rows is not None
+            and self.count_kind == EXACT
+            and (self.count == len(self.first_rows))
+        )
+
+    def page(self, number: Any) -> Any:
+        number = self.validate_number(number)
+        if number == 1 and self.first_rows is not None:
+            return self._get_page(self.first_rows, number, self)
+        return super().page(number)

@@ -1,0 +1,36 @@
+"""What the job list's search box matches.
+
+A number is a job id: looking it up by primary key is instant on any table, whereas text in
+the arguments can only be found by reading every row. Quote a number to search the arguments
+for it.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+HELP_TEXT = (
+    "A job id (1234), an idempotency key, a job name or part of one, or text in the arguments. "
+    'Put a number in quotes ("4711") to find it in the arguments. Text searches read every job: '
+    "narrow the list with filters first on a large table."
+)
+MAX_ID = 2**63 - 1
+
+
+def search_q(term: str) -> Q | None:
+    """The condition for `term`, or None when there is nothing to search for."""
+    term = term.strip()
+    if not term:
+        return None
+    if len(term) >= 2 and term[0] == term[-1] == '"':
+        text = term[1:-1]
+        return Q(args__icontains=text) | Q(kwargs__icontains=text) if text else None
+    digits = term.removeprefix("#")
+    if digits.isdigit() and int(digits) <= MAX_ID:
+        return Q(pk=int(digits)) | Q(idempotency_key=term)
+    return (
+        Q(name__icontains=term)
+        | Q(idempotency_key=term)
+        | Q(args__icontains=term)
+        | Q(kwargs__icontains=term)
+    )
