@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from .backoff import BackoffSpec, compute_delay
+from .backoff import MAX_DELAY, BackoffSpec, compute_delay
 from .claimed import ClaimedJob
 from .conf import get_settings
 from .models import Job
@@ -105,7 +105,7 @@ def fail(
     else:
         status = Status.FAILED
         delay = (
-            retry_delay
+            min(retry_delay, MAX_DELAY)
             if retry_delay is not None
             else compute_delay(backoff, job.attempts, conf.backoff)
         )

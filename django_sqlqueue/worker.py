@@ -134,7 +134,8 @@ class JobWorker:
 
     def run(self) -> int:
         """Work until stopped; the exit status tells the supervisor why it ended."""
-        self.register()
+        if not self.register():
+            return 0
         heartbeat = Heartbeat(
             self.worker_id,
             self.alias,
@@ -225,17 +226,29 @@ class JobWorker:
         connections[self.alias].close()
         self.stopping.wait(delay)
 
-    def register(self) -> None:
-        # One INSERT: on SQLite a read-then-write transaction could fail to take the lock.
-        now = timezone.now()
-        Worker(
-            id=self.worker_id,
-            hostname=socket.gethostname()[:255],
-            pid=os.getpid(),
-            queues=",".join(self.options.queues),
-            started_at=now,
-            last_seen_at=now,
-        ).save(using=self.alias, force_insert=True)
+    def register(self) -> bool:
+        """Insert the heartbeat row, waiting out a database that is not up yet.
+
+        False if the worker was told to stop before the database answered.
+        """
+        failures = 0
+        while not self.stopping.is_set():
+            now = timezone.now()
+            try:
+                # One INSERT: on SQLite a read-then-write transaction could fail to lock.
+                Worker(
+                    id=self.worker_id,
+                    hostname=socket.gethostname()[:255],
+                    pid=os.getpid(),
+                    queues=",".join(self.options.queues),
+                    started_at=now,
+                    last_seen_at=now,
+                ).save(using=self.alias, force_insert=True)
+                return True
+            except DatabaseError as exc:
+                failures += 1
+                self.database_trouble(exc, failures)
+        return False
 
     def unregister(self) -> None:
         try:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 from datetime import datetime
 
 import pytest
+from django.db import connection
 
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import Status
@@ -22,6 +24,8 @@ from tests.testapp.jobs import (
     too_slow,
 )
 from tests.testapp.models import Execution
+
+from .conftest import wait_for
 
 pytestmark = pytest.mark.workers
 
@@ -207,3 +211,23 @@ def test_runworkers_refuses_to_start_without_the_tables(workers, tmp_path):
     process = workers.start("--burst", env=env)
     assert process.wait(timeout=30) == 1
     assert "Run `manage.py migrate` first" in workers.log(process)
+
+
+def test_retry_delay_is_capped_at_a_year(workers):
+    job = retry.enqueue(delay=1e12)
+    workers.run("--burst")
+    job.refresh_from_db()
+    assert job.status == Status.FAILED
+    finished = datetime.fromisoformat(job.history[0]["finished_at"])
+    assert abs((job.run_at - finished).total_seconds() - 366 * 24 * 3600) < 1
+
+
+def test_runworkers_starts_while_the_database_is_unreachable(workers):
+    """Under a process manager the database may come up after the workers: they wait."""
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite is a file: it is never unreachable")
+    process = workers.start("-n", "1", env={"PGPORT": "1", "MYSQL_PORT": "1"})
+    wait_for(lambda: "database error" in workers.log(process), timeout=60)
+    assert process.poll() is None
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0

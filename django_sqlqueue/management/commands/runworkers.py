@@ -24,6 +24,9 @@ def _queues(value: str) -> list[str]:
 
 class Command(BaseCommand):
     help = "Run a supervisor with N worker processes that claim and run jobs."
+    # Checks run in handle(): some of Django's read database features, and a database that
+    # is not up yet must not stop the supervisor from starting and waiting for it.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("-n", "--workers", type=int, default=1, help="Worker processes.")
@@ -56,6 +59,13 @@ class Command(BaseCommand):
         if options["batch_size"] is not None and options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1.")
         self.configure_logging(options["verbosity"])
+        if not options.get("skip_checks"):
+            try:
+                self.check()
+            except OperationalError as exc:
+                logging.getLogger("django_sqlqueue").warning(
+                    "System checks could not reach the database (%s); starting anyway", exc
+                )
         conf = get_settings()
         self.check_tables(conf.database)
         supervisor = Supervisor(
