@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, connections, transaction
 from django.utils import timezone
 
 from .conf import QueueSettings, get_settings
 from .exceptions import InvalidJobError
-from .insertion import NewJob, inserter_for
+from .insertion import Inserter, NewJob, inserter_for
 from .models import Job
 from .validation import (
     MAX_KEY_LENGTH,
@@ -19,6 +21,7 @@ from .validation import (
     check_max_attempts,
     check_name,
     check_priority,
+    check_queue,
     resolve_run_at,
 )
 
@@ -38,8 +41,7 @@ def build_job(
     """A validated job, not yet stored; raises InvalidJobError on any bad input."""
     conf = conf or get_settings()
     check_arguments(args, kwargs)
-    queue = options.queue or handler.queue or conf.default_queue
-    check_name(queue, "queue", 100)
+    queue = check_queue(options.queue or handler.queue or conf.default_queue)
     priority = options.priority if options.priority is not None else handler.priority
     max_attempts = (
         options.max_attempts if options.max_attempts is not None else handler.max_attempts
@@ -69,16 +71,71 @@ def store(new_job: NewJob, alias: str) -> Job:
     if new_job.idempotency_key is None:
         [job] = inserter.insert([new_job])
     else:
+        with one_inserter_per_key(alias, new_job.idempotency_key):
+            job = _store_keyed(inserter, new_job, alias)
+    return job
+
+
+def _store_keyed(inserter: Inserter, new_job: NewJob, alias: str) -> Job:
+    """Insert, or return the job that already has this key (marked `deduplicated`)."""
+    key = new_job.idempotency_key
+    assert key is not None
+    for attempt in range(1, DEADLOCK_RETRIES + 1):
         try:
             with transaction.atomic(using=alias):
                 [job] = inserter.insert([new_job])
+            return job
         except IntegrityError:
-            existing = _job_with_key(new_job.idempotency_key, alias)
+            existing = _job_with_key(key, alias)
             if existing is None:
                 raise
             existing.deduplicated = True
             return existing
-    return job
+        except OperationalError as exc:
+            # A deadlock victim in autocommit lost only its own statement: try again. Inside
+            # the caller's transaction InnoDB rolled all of it back: the caller must retry.
+            retry = _is_deadlock(exc, alias) and not in_callers_transaction(alias)
+            if not retry or attempt == DEADLOCK_RETRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+DEADLOCK_RETRIES = 5
+#: Seconds to wait for another enqueue of the same key on MySQL.
+KEY_LOCK_TIMEOUT = 50
+
+
+@contextmanager
+def one_inserter_per_key(alias: str, key: str) -> Iterator[None]:
+    """MySQL/MariaDB: let one session at a time try to insert a given idempotency key.
+
+    InnoDB checks a duplicate key with a shared lock that it must then upgrade; when several
+    sessions wait on a key held by a transaction that rolls back, they all hold the shared
+    lock and deadlock on the upgrade. A named lock around the insert makes them queue one by
+    one instead. Other databases need nothing: they wait on the row and never deadlock here.
+    """
+    connection = connections[alias]
+    if connection.vendor != "mysql":
+        yield
+        return
+    name = "sqlqueue:" + hashlib.sha1(key.encode()).hexdigest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT GET_LOCK(%s, %s)", [name, KEY_LOCK_TIMEOUT])
+        if cursor.fetchone()[0] != 1:
+            raise OperationalError(f"Timed out waiting for another enqueue of key {key!r}.")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
+
+
+def _is_deadlock(exc: OperationalError, alias: str) -> bool:
+    return connections[alias].vendor == "mysql" and bool(exc.args) and exc.args[0] == 1213
+
+
+def in_callers_transaction(alias: str) -> bool:
+    return connections[alias].in_atomic_block
 
 
 def save_job(job: Job, alias: str) -> Job:
