@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from .backoff import BackoffSpec, validate_backoff
 from .exceptions import InvalidJobError, JobAlreadyRegistered, UnknownJobError
-from .validation import check_max_attempts, check_name, check_priority, check_timeout
+from .validation import (
+    check_max_attempts,
+    check_name,
+    check_priority,
+    check_queue,
+    check_timeout,
+)
 
 if TYPE_CHECKING:
     from .models import Job
@@ -56,7 +62,7 @@ class JobHandler(Generic[P, R]):
     ) -> None:
         self.func = func
         self.name = check_name(name)
-        self.queue = check_name(queue, "queue", 100) if queue is not None else None
+        self.queue = check_queue(queue) if queue is not None else None
         self.priority = check_priority(priority) if priority is not None else None
         self.max_attempts = check_max_attempts(max_attempts) if max_attempts is not None else None
         self.timeout = check_timeout(timeout)

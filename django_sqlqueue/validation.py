@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +18,8 @@ MAX_NAME_LENGTH = 255
 MAX_QUEUE_LENGTH = 100
 MAX_KEY_LENGTH = 255
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: MariaDB and MySQL refuse JSON nested deeper than 32 levels (the stored array adds one).
+MAX_DEPTH = 30
 #: PostgreSQL's jsonb prints floats this large without a fraction: they come back as ints.
 FLOAT_EXPONENT_LIMIT = 1e16
 
@@ -25,8 +28,12 @@ def _describe(value: Any) -> str:
     return type(value).__qualname__
 
 
-def _find_unserializable(value: Any, path: str) -> tuple[str, str] | None:
+def _find_unserializable(value: Any, path: str, depth: int = 0) -> tuple[str, str] | None:
     """The path and reason of the first part of `value` that JSON would not give back as is."""
+    if depth > MAX_DEPTH:
+        return path, (
+            f"nesting deeper than {MAX_DEPTH} levels (MariaDB and MySQL refuse such JSON)"
+        )
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -46,7 +53,7 @@ def _find_unserializable(value: Any, path: str) -> tuple[str, str] | None:
         return None
     if isinstance(value, list):
         for index, item in enumerate(value):
-            found = _find_unserializable(item, f"{path}[{index}]")
+            found = _find_unserializable(item, f"{path}[{index}]", depth + 1)
             if found:
                 return found
         return None
@@ -55,7 +62,7 @@ def _find_unserializable(value: Any, path: str) -> tuple[str, str] | None:
             if not isinstance(key, str):
                 return path, f"a dict key of type {_describe(key)} (JSON keys must be str)"
             found = _string_problem(key, f"{path} key {key!r}") or _find_unserializable(
-                item, f"{path}[{key!r}]"
+                item, f"{path}[{key!r}]", depth + 1
             )
             if found:
                 return found
@@ -105,7 +112,21 @@ def check_name(name: Any, what: str = "Job name", limit: int = MAX_NAME_LENGTH) 
         raise InvalidJobError(f"{what} must be a non-empty string, got {name!r}.")
     if len(name) > limit:
         raise InvalidJobError(f"{what} is {len(name)} characters long; the limit is {limit}.")
+    problem = _string_problem(name, what)
+    if problem:
+        raise InvalidJobError(f"{what} cannot be stored: {problem[1]}.")
     return name
+
+
+def check_queue(queue: Any) -> str:
+    """A queue name: also no comma, since `runworkers --queues a,b` splits on commas."""
+    check_name(queue, "queue", MAX_QUEUE_LENGTH)
+    if "," in queue:
+        raise InvalidJobError(
+            f"Queue name {queue!r} contains a comma, which `runworkers --queues` could "
+            f"never select; use another character."
+        )
+    return queue
 
 
 def check_priority(priority: Any) -> int:
@@ -167,6 +188,11 @@ def resolve_run_at(run_at: Any, delay: Any, now: datetime | None = None) -> date
             "run_at is a naive datetime while USE_TZ is on; pass an aware datetime "
             "(for example django.utils.timezone.now() + timedelta(...))."
         )
-    if not settings.USE_TZ and timezone.is_aware(run_at):
-        run_at = timezone.make_naive(run_at)
+    try:
+        if settings.USE_TZ:
+            run_at.astimezone(dt_timezone.utc)  # what the database will store
+        elif timezone.is_aware(run_at):
+            run_at = timezone.make_naive(run_at)
+    except OverflowError:
+        raise InvalidJobError(f"run_at {run_at} is out of the range a database stores.") from None
     return run_at

@@ -118,7 +118,7 @@ class TestArguments:
         value: Any = []
         for _ in range(100_000):
             value = [value]
-        refused(lambda: noop.enqueue(value), match="too deep")
+        refused(lambda: noop.enqueue(value), match="nesting deeper than 30")
 
     def test_positional_argument_path_names_the_dict_key(self, refused: Any) -> None:
         refused(lambda: noop.enqueue({"when": object()}), match=r"args\[0\]\['when'\]")
@@ -328,3 +328,44 @@ def test_refused_enqueue_leaves_the_callers_transaction_usable(alias: str) -> No
         noop.enqueue("fine")
     assert Order.objects.using(alias).count() == 2
     assert Job.objects.using(alias).count() == 1
+
+
+class TestExactComparison:
+    """Queue names and idempotency keys compare exactly on every database."""
+
+    def test_keys_differing_in_case_or_trailing_space_are_different(self, alias: str) -> None:
+        first = noop.using(idempotency_key="Key").enqueue()
+        second = noop.using(idempotency_key="key ").enqueue()
+        assert not second.deduplicated
+        assert first.pk != second.pk
+
+    def test_a_queue_name_matches_only_itself(self, alias: str, claim: Any) -> None:
+        noop.using(queue="MAIL").enqueue()
+        assert claim("w", queues=["mail"]) == []
+        assert len(claim("w", queues=["MAIL"])) == 1
+
+
+class TestNamesAndQueues:
+    @pytest.mark.parametrize("value", ["a\x00b", "\ud800"], ids=["nul", "surrogate"])
+    def test_queue_and_key_text_is_checked(self, refused: Any, value: str) -> None:
+        refused(lambda: noop.using(queue=value).enqueue(), match="queue cannot be stored")
+        refused(
+            lambda: noop.using(idempotency_key=value).enqueue(),
+            match="idempotency_key cannot be stored",
+        )
+
+    def test_queue_with_a_comma_is_refused(self, refused: Any) -> None:
+        refused(lambda: noop.using(queue="a,b").enqueue(), match="contains a comma")
+
+    def test_nesting_deeper_than_mariadb_allows_is_refused(self, refused: Any) -> None:
+        value: Any = "leaf"
+        for _ in range(31):
+            value = [value]
+        refused(lambda: noop.enqueue(value), match="nesting deeper than 30")
+
+    def test_run_at_at_the_end_of_time_west_of_utc_is_refused(self, refused: Any) -> None:
+        west = dt.timezone(dt.timedelta(hours=-5))
+        refused(
+            lambda: noop.using(run_at=dt.datetime(9999, 12, 31, 23, 0, tzinfo=west)).enqueue(),
+            match="out of the range",
+        )
