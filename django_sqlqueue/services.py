@@ -30,6 +30,12 @@ def jobs(alias: str | None = None) -> QuerySet[Job]:
     return Job.objects.using(alias or get_settings().database)
 
 
+def clean_text(text: str) -> str:
+    """Error text as every database stores it: no NUL characters, no lone surrogates."""
+    text = text.replace("\x00", "\\x00")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def attempt_record(
     job: ClaimedJob,
     outcome: str,
@@ -45,8 +51,8 @@ def attempt_record(
         "started_at": started_at.isoformat() if started_at else None,
         "finished_at": finished_at.isoformat(),
         "outcome": outcome,
-        "error": error,
-        "traceback": traceback,
+        "error": clean_text(error),
+        "traceback": clean_text(traceback),
     }
 
 
@@ -113,7 +119,7 @@ def fail(
     record = attempt_record(job, outcome, started_at, now, error, traceback)
     changes: dict[str, Any] = {
         "status": status,
-        "last_error": error,
+        "last_error": clean_text(error),
         "updated_at": now,
         "lease_owner": "",
         "lease_expires_at": None,

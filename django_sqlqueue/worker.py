@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.utils import timezone
 
 from . import services, signals
@@ -319,9 +319,15 @@ class JobWorker:
             return
         batch, self.succeeded = self.succeeded, []
         now = timezone.now()
-        recorded = self.with_retries(
-            lambda: self.completer.complete([(job, out.result) for job, _, out, _ in batch], now)
-        )
+        try:
+            recorded = self.with_retries(
+                lambda: self.completer.complete(
+                    [(job, out.result) for job, _, out, _ in batch], now
+                )
+            )
+        except DatabaseError as exc:
+            self.results_refused(batch, exc)
+            return
         for job, runner, outcome, duration in batch:
             label = f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
             if recorded is None or job.id not in recorded:
@@ -336,6 +342,14 @@ class JobWorker:
             if runner is not None:
                 runner.finished(job, outcome)
 
+    def results_refused(self, batch: list[Any], exc: DatabaseError) -> None:
+        """The database refused to store the batch's results (not an outage): say so on each
+        job instead of leaving it running until its lease expires."""
+        logger.error("Worker %s: the database refused results: %s", self.worker_id, exc)
+        for job, runner, _, duration in batch:
+            outcome = Outcome("bad_result", error=f"The database refused the result: {exc}")
+            self.record_failure(job, runner, outcome, None, duration)
+
     def record_failure(
         self,
         job: ClaimedJob,
@@ -345,19 +359,23 @@ class JobWorker:
         duration: float,
     ) -> None:
         label = f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
-        status = self.with_retries(
-            lambda: services.fail(
-                job,
-                outcome.error,
-                outcome.traceback,
-                started_at=started_at,
-                backoff=runner.backoff if runner else None,
-                retry_delay=outcome.retry_delay,
-                discard=outcome.goes_dead,
-                outcome=outcome.kind,
-                alias=self.alias,
+        try:
+            status = self.with_retries(
+                lambda: services.fail(
+                    job,
+                    outcome.error,
+                    outcome.traceback,
+                    started_at=started_at,
+                    backoff=runner.backoff if runner else None,
+                    retry_delay=outcome.retry_delay,
+                    discard=outcome.goes_dead,
+                    outcome=outcome.kind,
+                    alias=self.alias,
+                )
             )
-        )
+        except DatabaseError as exc:
+            logger.error("%s: could not record its failure (%s); its lease will expire", label, exc)
+            return
         millis = duration * 1000
         if status is None:
             logger.warning(
@@ -383,13 +401,14 @@ class JobWorker:
         """Run a database write, reconnecting through an outage for up to one lease.
 
         Past that the lease has expired anyway, and the job belongs to whoever recovers it.
+        Only connection trouble is retried; an error the database would repeat is raised.
         """
         deadline = time.monotonic() + self.conf.lease_seconds
         delay = 0.2
         while True:
             try:
                 return write()
-            except DatabaseError as exc:
+            except (OperationalError, InterfaceError) as exc:
                 if time.monotonic() > deadline:
                     logger.error("Worker %s: giving up on a write: %s", self.worker_id, exc)
                     return None
