@@ -1,0 +1,3 @@
+from benchmarks.chaos.cli import main
+
+raise SystemExit(main())

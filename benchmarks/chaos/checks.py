@@ -1,0 +1,470 @@
+"""The guarantees of docs/guarantees.md, checked against what a run left behind.
+
+Each check is a function of the Evidence that returns a Check: a name, whether it held, one
+line of figures, and a few examples when it did not. Pure functions: the tests feed them
+made-up evidence to show that each one does fail when its guarantee is broken.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .evidence import Evidence, ExecutionRow, JobRow, timestamp
+from .mix import COMPLETED, ERROR, KINDS, TIMEOUT, expected_outcome
+
+#: Outcomes a handler itself produced: each one is an execution the queue recorded.
+RECORDED = (COMPLETED, ERROR, TIMEOUT)
+#: Outcomes of an attempt taken away from its worker: the handler may or may not have run.
+TAKEN_AWAY = ("lost", "released")
+#: A recovery may take this much longer than lease + housekeeping interval (scheduling).
+RECLAIM_SLACK_SECONDS = 2.0
+#: After a database fault ends, producers may still see its errors for this long.
+FAULT_TAIL_SECONDS = 10.0
+#: A supervisor given SIGTERM exits within its grace period, the interrupt grace, and this.
+SHUTDOWN_SLACK_SECONDS = 10.0
+LOCK_ERRORS = re.compile(r"database is locked|deadlock|lock wait timeout", re.I)
+EXAMPLES = 5
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    detail: str
+    examples: list[str] = field(default_factory=list)
+
+
+def reclaim_bound(lease: float) -> float:
+    """Longest time a killed worker's job may stay `running`: its lease, the supervisors'
+    housekeeping interval (supervisor.py: lease / 4, at least 1 s), and some slack."""
+    return lease + max(1.0, lease / 4) + RECLAIM_SLACK_SECONDS
+
+
+class Facts:
+    """What the checks derive from the raw evidence, computed once."""
+
+    def __init__(self, ev: Evidence) -> None:
+        self.ev = ev
+        self.jobs_by_token: dict[str, list[JobRow]] = defaultdict(list)
+        for job in ev.jobs:
+            self.jobs_by_token[job.token].append(job)
+        self.jobs_by_id = {job.id: job for job in ev.jobs}
+        self.executions: dict[int, list[ExecutionRow]] = defaultdict(list)
+        for execution in ev.executions:
+            self.executions[execution.job_id].append(execution)
+        self.executed_tokens = {e.token for e in ev.executions}
+        # Killed worker processes, by pid and by worker id: when, and how (worker/supervisor).
+        self.killed_pids: dict[int, tuple[float, str]] = {}
+        self.killed_ids: dict[str, tuple[float, str]] = {}
+        self.fault_windows: list[tuple[float, float]] = []
+        for event in ev.events:
+            if event["type"] in ("kill_worker", "kill_supervisor"):
+                how = event["type"].removeprefix("kill_")
+                for pid in event["pids"]:
+                    self.killed_pids[pid] = (event["t"], how)
+                for worker_id in event["worker_ids"]:
+                    self.killed_ids[worker_id] = (event["t"], how)
+            elif event["type"] == "db_fault":
+                self.fault_windows.append((event["start"], event["end"]))
+        self.committed_units: list[dict[str, Any]] = []
+        self.rolled_back_units: list[dict[str, Any]] = []
+        for unit in ev.units:
+            (self.committed_units if self.committed(unit) else self.rolled_back_units).append(unit)
+        self.committed_tx = {unit["tx"] for unit in self.committed_units}
+
+    def committed(self, unit: dict[str, Any]) -> bool:
+        """Whether a unit committed; for one that failed with an error, the database says."""
+        if unit["outcome"] != "error":
+            return unit["outcome"] == "committed"
+        if unit["mode"] != "autocommit":
+            return unit["tx"] in self.ev.orders
+        return any(item["token"] in self.jobs_by_token for item in unit["jobs"])
+
+    def committed_items(self) -> Iterable[dict[str, Any]]:
+        for unit in self.committed_units:
+            yield from unit["jobs"]
+
+    def rolled_back_items(self) -> Iterable[dict[str, Any]]:
+        for unit in self.rolled_back_units:
+            yield from unit["jobs"]
+
+    def in_fault(self, start: float, end: float | None = None, tail: float = 0.0) -> bool:
+        end = start if end is None else end
+        return any(s - 1.0 <= end and start <= e + tail for s, e in self.fault_windows)
+
+
+def _examples(items: Iterable[Any]) -> list[str]:
+    return [str(item) for item in list(items)[:EXAMPLES]]
+
+
+def check_terminal(f: Facts) -> Check:
+    statuses = Counter(job.status for job in f.ev.jobs)
+    unfinished = [j for j in f.ev.jobs if j.status not in ("completed", "dead", "cancelled")]
+    detail = (
+        f"{len(f.ev.jobs) - len(unfinished)}/{len(f.ev.jobs)} "
+        f"(completed {statuses['completed']}, dead {statuses['dead']}); "
+        f"drained in {f.ev.drain_seconds:.1f} s"
+    )
+    return Check(
+        "every committed job reached a terminal state",
+        not unfinished and f.ev.drained,
+        detail,
+        _examples(f"job {j.id} {j.kind} is {j.status}" for j in unfinished),
+    )
+
+
+def check_none_running(f: Facts) -> Check:
+    running = [j for j in f.ev.jobs if j.status == "running"]
+    return Check(
+        "no job stuck running",
+        not running,
+        f"{len(running)} running after the drain",
+        _examples(f"job {j.id} attempt {j.attempts}" for j in running),
+    )
+
+
+def check_no_job_lost(f: Facts) -> Check:
+    expected = {i["token"] for i in f.committed_items() if not i.get("dedup")}
+    missing = sorted(expected - set(f.jobs_by_token))
+    doubled = sorted(t for t, rows in f.jobs_by_token.items() if len(rows) > 1)
+    unaccounted = sorted(set(f.jobs_by_token) - expected)
+    return Check(
+        "no job lost",
+        not (missing or doubled or unaccounted),
+        f"{len(expected)} committed enqueues, {len(missing)} missing, {len(doubled)} stored "
+        f"twice, {len(unaccounted)} rows no committed enqueue accounts for",
+        _examples(
+            [f"missing {t}" for t in missing]
+            + [f"twice {t}" for t in doubled]
+            + [f"unaccounted {t}" for t in unaccounted]
+        ),
+    )
+
+
+def check_rollbacks_never_ran(f: Facts) -> Check:
+    tokens = {i["token"] for i in f.rolled_back_items()}
+    stored = sorted(tokens & set(f.jobs_by_token))
+    ran = sorted(tokens & f.executed_tokens)
+    explicit = sum(1 for u in f.rolled_back_units if u["outcome"] == "rolled_back")
+    return Check(
+        "rolled-back enqueues never ran",
+        not (stored or ran),
+        f"{len(tokens)} enqueues rolled back ({explicit} transactions on purpose, "
+        f"{len(f.rolled_back_units) - explicit} failed), {len(stored)} stored, {len(ran)} ran",
+        _examples([f"stored {t}" for t in stored] + [f"ran {t}" for t in ran]),
+    )
+
+
+def check_transactions_atomic(f: Facts) -> Check:
+    """Business row and enqueued jobs of one transaction: all committed or none."""
+    broken = []
+    transactions = 0
+    for unit in f.ev.units:
+        if unit["mode"] == "autocommit":
+            continue
+        transactions += 1
+        order = unit["tx"] in f.ev.orders
+        tokens = [i["token"] for i in unit["jobs"] if not i.get("dedup") and "id" in i]
+        present = [t in f.jobs_by_token for t in tokens]
+        committed = unit["tx"] in f.committed_tx
+        if unit["outcome"] == "error" and not tokens:
+            present = [order]  # failed before any enqueue: nothing to compare
+        if order != committed or any(p != order for p in present):
+            broken.append(f"{unit['tx']} ({unit['outcome']}): order {order}, jobs {present}")
+    return Check(
+        "transactional enqueue: jobs and business rows commit or roll back together",
+        not broken,
+        f"{transactions} transactions, {len(broken)} disagree",
+        _examples(broken),
+    )
+
+
+def check_attempts(f: Facts) -> Check:
+    over = [
+        j
+        for j in f.ev.jobs
+        if j.attempts > j.max_attempts
+        or any(entry["attempt"] > j.max_attempts for entry in j.history)
+        or (j.kind in KINDS and j.max_attempts != KINDS[j.kind].max_attempts)
+    ]
+    most = max((j.attempts for j in f.ev.jobs), default=0)
+    return Check(
+        "attempts <= max_attempts",
+        not over,
+        f"{len(over)} over, highest attempt count {most}",
+        _examples(f"job {j.id}: {j.attempts}/{j.max_attempts}" for j in over),
+    )
+
+
+def check_history(f: Facts) -> Check:
+    """Every recorded outcome is what the handler does on that attempt; completed is last."""
+    wrong = []
+    for job in f.ev.jobs:
+        for index, entry in enumerate(job.history):
+            outcome = entry.get("outcome")
+            where = f"job {job.id} {job.kind} attempt {entry.get('attempt')}: {outcome}"
+            if outcome in RECORDED:
+                expected = expected_outcome(job.kind, entry["attempt"], job.kwargs)
+                if outcome != expected:
+                    wrong.append(f"{where}, expected {expected}")
+                elif outcome == ERROR and "HandlerFailure" not in entry.get("error", ""):
+                    wrong.append(f"{where} with an unplanned error: {entry.get('error')}")
+                elif outcome == COMPLETED and index != len(job.history) - 1:
+                    wrong.append(f"{where} is not the last entry")
+            elif outcome not in TAKEN_AWAY:
+                wrong.append(f"{where} is not an outcome this run can produce")
+    entries = sum(len(j.history) for j in f.ev.jobs)
+    return Check(
+        "recorded outcomes match the handlers (at most one completion, always last)",
+        not wrong,
+        f"{entries} history entries, {len(wrong)} wrong",
+        _examples(wrong),
+    )
+
+
+def check_dead(f: Facts) -> Check:
+    by_design = by_kills = 0
+    wrong = []
+    for job in f.ev.jobs:
+        last = job.history[-1] if job.history else {}
+        always_fails = job.kind in ("doomed", "hang")
+        if job.status == "dead":
+            spent = last.get("attempt") == job.max_attempts
+            if spent and last.get("outcome") in (ERROR, TIMEOUT) and always_fails:
+                by_design += 1
+            elif spent and last.get("outcome") == "lost":
+                by_kills += 1
+            else:
+                wrong.append(f"job {job.id} {job.kind} dead after {last}")
+        elif job.status == "completed":
+            if always_fails or last.get("outcome") != COMPLETED:
+                wrong.append(f"job {job.id} {job.kind} completed after {last}")
+        elif always_fails:
+            wrong.append(f"job {job.id} {job.kind} should be dead but is {job.status}")
+    return Check(
+        "dead jobs are exactly those that should be dead",
+        not wrong,
+        f"{by_design + by_kills} dead: {by_design} always-failing jobs, {by_kills} whose "
+        f"last attempt was lost to a kill; {len(wrong)} wrong",
+        _examples(wrong),
+    )
+
+
+def double_executions(f: Facts) -> tuple[Counter[str], list[str]]:
+    """Jobs whose handler started more often than the queue recorded an outcome."""
+    kinds: Counter[str] = Counter()
+    wrong = []
+    for job in f.ev.jobs:
+        executions = f.executions.get(job.id, [])
+        recorded = sum(1 for e in job.history if e.get("outcome") in RECORDED)
+        taken = [e for e in job.history if e.get("outcome") in TAKEN_AWAY]
+        excess = len(executions) - recorded
+        if excess < 0:
+            wrong.append(f"job {job.id}: {recorded} outcomes but {len(executions)} executions")
+        elif excess > 0:
+            if excess > len(taken):
+                wrong.append(
+                    f"job {job.id} {job.kind}: ran {len(executions)} times, {recorded} "
+                    f"recorded, only {len(taken)} attempts taken away"
+                )
+            elif any(e.pid in f.killed_pids for e in executions):
+                kinds["its worker was killed"] += 1
+            elif any(e.get("outcome") == "lost" for e in taken):
+                kinds["its worker lost the lease"] += 1
+            else:
+                kinds["it was handed back at shutdown"] += 1
+    return kinds, wrong
+
+
+def check_double_executions(f: Facts) -> Check:
+    kinds, wrong = double_executions(f)
+    attributed = ", ".join(f"{n} {why}" for why, n in kinds.most_common()) or "none"
+    return Check(
+        "double executions only where a worker was killed or lost its job",
+        not wrong,
+        f"{sum(kinds.values())} jobs ran more often than recorded, all attributable "
+        f"({attributed}); {len(wrong)} unattributed"
+        if not wrong
+        else f"{len(wrong)} unattributed double executions ({attributed} attributable)",
+        _examples(wrong),
+    )
+
+
+def check_no_concurrent_runs(f: Facts) -> Check:
+    """Two executions of one job overlap only if the first worker had lost its lease."""
+    overlaps = allowed = 0
+    wrong = []
+    for job_id, executions in f.executions.items():
+        ordered = sorted(executions, key=lambda e: e.started)
+        for first, second in itertools.pairwise(ordered):
+            if first.finished is None or second.started >= first.finished:
+                continue
+            overlaps += 1
+            job = f.jobs_by_id.get(job_id)
+            lost_by = {
+                e.get("worker") for e in (job.history if job else []) if e.get("outcome") == "lost"
+            }
+            if first.worker_id in lost_by:
+                allowed += 1
+            else:
+                wrong.append(f"job {job_id}: pid {first.pid} and pid {second.pid} overlapped")
+    return Check(
+        "no job ran on two live workers at once",
+        not wrong,
+        f"{overlaps} overlapping executions, {allowed} after the first worker lost its lease",
+        _examples(wrong),
+    )
+
+
+def check_idempotency(f: Facts) -> Check:
+    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for item in f.committed_items():
+        if item.get("key"):
+            by_key[item["key"]].append(item)
+    rows_by_key = Counter(j.key for j in f.ev.jobs if j.key)
+    wrong = []
+    for key, items in by_key.items():
+        ids = {i["id"] for i in items if "id" in i}
+        ids |= {row.id for i in items if not i.get("dedup") for row in f.jobs_by_token[i["token"]]}
+        originals = [i for i in items if not i.get("dedup")]
+        if len(ids) != 1 or len(originals) != 1 or rows_by_key[key] != 1:
+            wrong.append(
+                f"{key}: job ids {sorted(ids)}, {len(originals)} stored, {rows_by_key[key]} rows"
+            )
+    enqueues = sum(len(items) for items in by_key.values())
+    dedups = sum(1 for items in by_key.values() for i in items if i.get("dedup"))
+    return Check(
+        "idempotency keys never produced two jobs",
+        not wrong,
+        f"{len(by_key)} keys, {enqueues} committed keyed enqueues, {dedups} deduplicated, "
+        f"{len(wrong)} keys with more than one job",
+        _examples(wrong),
+    )
+
+
+def reclaim_latencies(f: Facts) -> dict[str, list[float]]:
+    """Seconds from each kill to the recovery of each job its victim held."""
+    latencies: dict[str, list[float]] = defaultdict(list)
+    for job in f.ev.jobs:
+        for entry in job.history:
+            worker_id = entry.get("worker", "")
+            if entry.get("outcome") != "lost" or worker_id not in f.killed_ids:
+                continue
+            killed, how = f.killed_ids[worker_id]
+            recovered = timestamp(entry.get("finished_at")) or killed
+            label = f"{how} SIGKILL"
+            if f.in_fault(killed, recovered):
+                label = "SIGKILL during a database fault"
+            latencies[label].append(recovered - killed)
+    return latencies
+
+
+def check_reclaim(f: Facts) -> Check:
+    bound = reclaim_bound(f.ev.lease)
+    latencies = reclaim_latencies(f)
+    measured = latencies.get("worker SIGKILL", []) + latencies.get("supervisor SIGKILL", [])
+    worst = max(measured, default=0.0)
+    parts = [
+        f"{label}: {len(values)} jobs, max {max(values):.2f} s"
+        for label, values in sorted(latencies.items())
+    ]
+    return Check(
+        "reclaim latency after a kill within the lease bound",
+        worst <= bound,
+        f"max {worst:.2f} s (bound {bound:.1f} s = lease {f.ev.lease:g} s + housekeeping "
+        f"+ {RECLAIM_SLACK_SECONDS:g} s); " + ("; ".join(parts) or "no job was held by a victim"),
+    )
+
+
+def producer_errors(f: Facts) -> tuple[list[str], int, list[str]]:
+    locked, during_fault, other = [], 0, []
+    for unit in f.ev.units:
+        if unit["outcome"] != "error":
+            continue
+        message = f"{unit['tx']}: {unit.get('error', '')}"
+        if LOCK_ERRORS.search(unit.get("error", "")):
+            locked.append(message)
+        elif f.in_fault(unit["started"], unit["ended"], tail=FAULT_TAIL_SECONDS):
+            during_fault += 1
+        else:
+            other.append(message)
+    return locked, during_fault, other
+
+
+def check_producer_errors(f: Facts) -> Check:
+    locked, during_fault, other = producer_errors(f)
+    return Check(
+        "no database-is-locked or deadlock error surfaced to a producer",
+        not locked and not other,
+        f"{len(locked)} lock errors, {len(other)} other errors, {during_fault} connection "
+        f"errors during the injected database fault (expected)",
+        _examples(locked + other),
+    )
+
+
+def check_shutdowns(f: Facts, grace: float, interrupt_grace: float) -> Check:
+    exits = [e for e in f.ev.events if e["type"] == "supervisor_exit" and e["how"] != "sigkill"]
+    limit = grace + interrupt_grace + SHUTDOWN_SLACK_SECONDS
+    wrong = [e for e in exits if e["code"] != 0 or e["seconds"] > limit or e["how"] == "crash"]
+    slowest = max((e["seconds"] for e in exits), default=0.0)
+    return Check(
+        "supervisors given SIGTERM exited cleanly and in time",
+        not wrong,
+        f"{len(exits)} stopped, slowest {slowest:.1f} s (limit {limit:g} s), {len(wrong)} failed",
+        _examples(
+            f"{e['supervisor']} ({e['how']}): exit {e['code']} after {e['seconds']:.1f} s"
+            for e in wrong
+        ),
+    )
+
+
+def check_faults_happened(f: Facts) -> Check:
+    """A run in which the planned faults did not happen proves nothing."""
+    counts = Counter(e["type"] for e in f.ev.events)
+    trouble = ("producer_failed", "producer_stuck", "supervisor_stuck")
+    problems = [e["type"] for e in f.ev.events if e["type"] in trouble]
+    if not counts["kill_worker"]:
+        problems.append("no worker was killed")
+    if not counts["kill_supervisor"]:
+        problems.append("no supervisor was killed")
+    if not counts["term_supervisor"]:
+        problems.append("no supervisor was stopped")
+    busy = sum(1 for e in f.ev.events if e["type"] == "kill_worker" and e.get("busy"))
+    return Check(
+        "the harness did what it planned",
+        not problems,
+        f"{counts['kill_worker']} worker SIGKILLs ({busy} busy), {counts['kill_supervisor']} "
+        f"supervisor SIGKILLs, {counts['term_supervisor']} supervisor SIGTERMs, "
+        f"{counts['db_fault']} database faults, {counts['start_supervisor']} supervisor starts",
+        _examples(problems),
+    )
+
+
+CHECKS: tuple[Callable[[Facts], Check], ...] = (
+    check_faults_happened,
+    check_terminal,
+    check_no_job_lost,
+    check_rollbacks_never_ran,
+    check_transactions_atomic,
+    check_none_running,
+    check_attempts,
+    check_history,
+    check_dead,
+    check_double_executions,
+    check_no_concurrent_runs,
+    check_idempotency,
+    check_reclaim,
+    check_producer_errors,
+)
+
+
+def run_checks(ev: Evidence, grace: float, interrupt_grace: float) -> list[Check]:
+    facts = Facts(ev)
+    results = [check(facts) for check in CHECKS]
+    results.append(check_shutdowns(facts, grace, interrupt_grace))
+    return results

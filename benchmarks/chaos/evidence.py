@@ -1,0 +1,142 @@
+"""Everything a run left behind, as plain data: the job table, the side tables, what the
+producers logged and what the harness did. The checks read only this."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+#: Log lines worth counting in the supervisors' logs (informational).
+LOG_PATTERNS = {
+    "database is locked": re.compile(r"database is locked", re.I),
+    "deadlock": re.compile(r"deadlock", re.I),
+    "lease lost, result discarded": re.compile(r"lease was lost; its result was discarded"),
+    "lease lost, failure not recorded": re.compile(r"lease was lost; the failure was not"),
+    "workers killed by SIGKILL": re.compile(r"was killed by SIGKILL"),
+    "database errors retried": re.compile(r"database error \("),
+}
+
+
+@dataclass
+class JobRow:
+    id: int
+    name: str
+    status: str
+    attempts: int
+    max_attempts: int
+    kwargs: dict[str, Any]
+    history: list[dict[str, Any]]
+    key: str | None = None
+
+    @property
+    def token(self) -> str:
+        return str(self.kwargs.get("token", ""))
+
+    @property
+    def kind(self) -> str:
+        return str(self.kwargs.get("kind", ""))
+
+
+@dataclass
+class ExecutionRow:
+    job_id: int
+    token: str
+    kind: str
+    attempt: int
+    pid: int
+    worker_id: str
+    started: float
+    finished: float | None
+
+
+@dataclass
+class Evidence:
+    vendor: str
+    seconds: float
+    lease: float
+    jobs: list[JobRow] = field(default_factory=list)
+    executions: list[ExecutionRow] = field(default_factory=list)
+    orders: set[str] = field(default_factory=set)
+    #: One record per producer unit of work (see producer.py).
+    units: list[dict[str, Any]] = field(default_factory=list)
+    #: What the harness did, in order: kills, restarts, database faults (see harness.py).
+    events: list[dict[str, Any]] = field(default_factory=list)
+    log_counts: dict[str, int] = field(default_factory=dict)
+    drained: bool = True
+    drain_seconds: float = 0.0
+
+
+def timestamp(iso: str | None) -> float | None:
+    return datetime.fromisoformat(iso).timestamp() if iso else None
+
+
+def load_database() -> tuple[list[JobRow], list[ExecutionRow], set[str]]:
+    from django_sqlqueue.models import Job
+
+    from .app.models import Execution, Order
+
+    jobs = [
+        JobRow(
+            id=job.id,
+            name=job.name,
+            status=job.status,
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            kwargs=job.kwargs,
+            history=list(job.history or []),
+            key=job.idempotency_key,
+        )
+        for job in Job.objects.order_by("id").iterator()
+    ]
+    executions = [
+        ExecutionRow(
+            e.job_id, e.token, e.kind, e.attempt, e.worker_pid, e.worker_id, e.started, e.finished
+        )
+        for e in Execution.objects.order_by("id").iterator()
+    ]
+    orders = set(Order.objects.values_list("tx", flat=True))
+    return jobs, executions, orders
+
+
+def save_evidence(ev: Evidence, path: Path) -> None:
+    data = asdict(ev)
+    data["orders"] = sorted(ev.orders)
+    path.write_text(json.dumps(data))
+
+
+def read_evidence(path: Path) -> Evidence:
+    """The evidence a run saved, to check it again (`--recheck`) or to test the checks."""
+    data = json.loads(path.read_text())
+    data["jobs"] = [JobRow(**row) for row in data["jobs"]]
+    data["executions"] = [ExecutionRow(**row) for row in data["executions"]]
+    data["orders"] = set(data["orders"])
+    return Evidence(**data)
+
+
+def load_units(paths: list[Path]) -> list[dict[str, Any]]:
+    units = []
+    for path in paths:
+        if path.exists():
+            with path.open() as lines:
+                units.extend(json.loads(line) for line in lines if line.strip())
+    return units
+
+
+def count_log_patterns(paths: list[Path]) -> dict[str, int]:
+    """Counts of LOG_PATTERNS, and of tracebacks other than those of failed jobs (which the
+    worker logs on purpose, after a line ending in "traceback:")."""
+    counts = dict.fromkeys([*LOG_PATTERNS, "unexpected tracebacks"], 0)
+    for path in paths:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        for name, pattern in LOG_PATTERNS.items():
+            counts[name] += len(pattern.findall(text))
+        previous = ""
+        for line in text.splitlines():
+            if line.startswith("Traceback (most recent call last)"):
+                counts["unexpected tracebacks"] += not previous.rstrip().endswith("traceback:")
+            previous = line
+    return counts

@@ -1,0 +1,85 @@
+"""The kinds of job a producer enqueues, and what each should do on a given attempt.
+
+Pure data and functions shared by producers (what to enqueue), handlers (how to behave) and
+the checks (what outcome each attempt should have had).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+COMPLETED, ERROR, TIMEOUT = "completed", "error", "timeout"
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    job_name: str
+    weight: float
+    max_attempts: int
+    timeout: float | None = None
+    keyed: bool = False
+
+
+KINDS = {
+    kind.name: kind
+    for kind in (
+        Kind("fast", "chaos.fast", 0.52, 4),
+        Kind("slow", "chaos.slow", 0.08, 4),
+        Kind("flaky", "chaos.flaky", 0.14, 4),
+        Kind("doomed", "chaos.doomed", 0.05, 3),
+        Kind("hang", "chaos.hang", 0.01, 2, timeout=1.0),
+        Kind("keyed", "chaos.fast", 0.20, 4, keyed=True),
+    )
+}
+KIND_OF_JOB = {kind.job_name: kind for kind in KINDS.values() if not kind.keyed}
+
+#: A hanging handler sleeps this long; its timeout stops it much sooner.
+HANG_SECONDS = 30.0
+#: Keyed enqueues in the same window of this many seconds share their idempotency key,
+#: so producers race each other (and their own rollbacks) for the same key.
+KEY_WINDOW_SECONDS = 1.0
+
+
+@dataclass
+class Planned:
+    """One enqueue a producer is about to make."""
+
+    kind: str
+    token: str
+    params: dict[str, Any] = field(default_factory=dict)
+    key: str | None = None
+
+
+def choose_kind(rng: random.Random) -> Kind:
+    kinds = list(KINDS.values())
+    return rng.choices(kinds, weights=[k.weight for k in kinds])[0]
+
+
+def params_for(kind: Kind, rng: random.Random, lease: float) -> dict[str, Any]:
+    """Handler arguments: how long a slow job sleeps, how often a flaky job fails first."""
+    if kind.name == "slow":
+        # Mostly well under the lease; one in ten outlives it, so the heartbeat must keep it.
+        long = rng.random() < 0.1
+        seconds = rng.uniform(lease * 1.1, lease * 1.5) if long else rng.uniform(0.2, 1.5)
+        return {"seconds": round(seconds, 3)}
+    if kind.name == "flaky":
+        return {"fail_first": rng.choice([1, 1, 2])}
+    return {}
+
+
+def expected_outcome(kind: str, attempt: int, params: dict[str, Any]) -> str:
+    """What the handler of `kind` does on `attempt`, if nothing interrupts it."""
+    if kind == "doomed":
+        return ERROR
+    if kind == "hang":
+        return TIMEOUT
+    if kind == "flaky" and attempt <= int(params.get("fail_first", 0)):
+        return ERROR
+    return COMPLETED
+
+
+def key_for(now: float, run: str) -> str:
+    return f"{run}-key-{int(now / KEY_WINDOW_SECONDS)}"

@@ -1,0 +1,151 @@
+"""A producer process: enqueues the job mix at a steady rate until a deadline.
+
+Run by the harness as `python -m benchmarks.chaos.producer ...`. Each unit of work is logged
+as one JSON line once its fate is known: committed, rolled back on purpose, or failed with
+an error (then the checks look in the database to see whether it committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+#: How a producer's units of work are split: plain autocommit enqueues, transactions that
+#: commit, transactions that roll back.
+AUTOCOMMIT, COMMIT, ROLLBACK = "autocommit", "commit", "rollback"
+UNIT_WEIGHTS = {AUTOCOMMIT: 0.5, COMMIT: 0.3, ROLLBACK: 0.2}
+
+
+class RollBack(Exception):
+    """Raised inside a transaction to roll it back on purpose."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--index", type=int, required=True)
+    parser.add_argument("--until", type=float, required=True, help="time.time() to stop at")
+    parser.add_argument("--rate", type=float, required=True, help="jobs per second")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--run", required=True, help="run id, prefix of tokens and keys")
+    parser.add_argument("--out", type=Path, required=True)
+    return parser.parse_args(argv)
+
+
+class Producer:
+    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+        from django.conf import settings
+
+        self.args = args
+        self.out = out
+        self.rng = random.Random(args.seed * 1000 + args.index)
+        self.lease = float(settings.LEASE_SECONDS)
+        self.serial = 0
+
+    def token(self, prefix: str) -> str:
+        self.serial += 1
+        return f"{self.args.run}-p{self.args.index}-{prefix}{self.serial}"
+
+    def plan(self) -> list[Any]:
+        from .mix import Planned, choose_kind, key_for, params_for
+
+        planned = []
+        for _ in range(self.rng.choice([1, 1, 1, 2, 3])):
+            kind = choose_kind(self.rng)
+            key = key_for(time.time(), self.args.run) if kind.keyed else None
+            params = params_for(kind, self.rng, self.lease)
+            planned.append(Planned(kind.name, self.token("j"), params, key))
+        return planned
+
+    def enqueue(self, planned: Any) -> dict[str, Any]:
+        from django_sqlqueue import registry
+
+        from .mix import KINDS
+
+        kind = KINDS[planned.kind]
+        handler = registry.get(kind.job_name)
+        if planned.key is not None:
+            handler = handler.using(idempotency_key=planned.key)
+        job = handler.enqueue(token=planned.token, kind=planned.kind, **planned.params)
+        return {**asdict(planned), "id": job.pk, "dedup": bool(job.deduplicated)}
+
+    def unit(self) -> dict[str, Any]:
+        """One unit of work; returns its log record."""
+        from django.db import transaction
+
+        from .app.models import Order
+
+        mode = self.rng.choices(list(UNIT_WEIGHTS), weights=list(UNIT_WEIGHTS.values()))[0]
+        planned = self.plan()
+        if mode == AUTOCOMMIT:
+            planned = planned[:1]
+        record: dict[str, Any] = {"tx": self.token("t"), "mode": mode, "jobs": []}
+        started = time.time()
+        try:
+            if mode == AUTOCOMMIT:
+                record["jobs"].append(self.enqueue(planned[0]))
+            else:
+                with transaction.atomic():
+                    Order.objects.create(tx=record["tx"])
+                    for item in planned:
+                        record["jobs"].append(self.enqueue(item))
+                    # Other work of the request holds the transaction open a moment.
+                    time.sleep(self.rng.uniform(0, 0.03))
+                    if mode == ROLLBACK:
+                        raise RollBack()
+            record["outcome"] = "committed"
+        except RollBack:
+            record["outcome"] = "rolled_back"
+        except Exception as exc:
+            record["outcome"] = "error"
+            record["error"] = f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"
+            # Keep what the failed unit meant to enqueue: the checks look for it.
+            done = {job["token"] for job in record["jobs"]}
+            record["jobs"] += [asdict(p) for p in planned if p.token not in done]
+            self.reconnect()
+        record["started"] = started
+        record["ended"] = time.time()
+        return record
+
+    def reconnect(self) -> None:
+        from django.db import connection
+
+        try:
+            connection.close()
+        except Exception:
+            connection.connection = None  # a broken socket cannot even be closed cleanly
+
+    def run(self) -> int:
+        interval = 1.0 / self.args.rate
+        next_at = time.monotonic()
+        units = 0
+        while time.time() < self.args.until:
+            record = self.unit()
+            self.out.write(json.dumps(record) + "\n")
+            self.out.flush()
+            units += 1
+            next_at += interval * max(1, len(record["jobs"]))
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                next_at = time.monotonic()  # fell behind (a fault): do not burst to catch up
+        return units
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import django
+
+    django.setup()
+    with args.out.open("a") as out:
+        Producer(args, out).run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
