@@ -59,3 +59,41 @@ class Claimer:
     @staticmethod
     def ordered(jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         return sorted(jobs, key=lambda job: job.order_key)
+
+
+class UpdateReturningClaimer(Claimer):
+    """One `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING` statement.
+
+    The LIMIT sits inside the subquery, so the planner cannot update more rows than asked.
+    Subclasses add what their database needs around the subquery.
+    """
+
+    #: Appended to the subquery (PostgreSQL: FOR UPDATE SKIP LOCKED).
+    lock_clause = ""
+
+    def index_hint(self, queues: Sequence[str] | None) -> str:
+        """Text after the subquery's table name (SQLite: INDEXED BY)."""
+        return ""
+
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        lease_seconds: float,
+        now: datetime,
+    ) -> list[ClaimedJob]:
+        assignments, assign_params = self.running_assignments(worker_id, lease_seconds, now)
+        queue_sql, queue_params = self.queue_filter(queues)
+        sql = (
+            f"UPDATE {self.table} SET {assignments} WHERE id IN ("
+            f"SELECT id FROM {self.table}{self.index_hint(queues)} "
+            f"WHERE {self.claimable_sql}{queue_sql} "
+            f"AND run_at <= %s ORDER BY priority DESC, run_at, id LIMIT %s{self.lock_clause}"
+            f") RETURNING {self.columns}"
+        )
+        params = [*assign_params, *queue_params, self.adapt(now), limit]
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        return self.ordered([ClaimedJob.from_row(row, worker_id) for row in rows])
