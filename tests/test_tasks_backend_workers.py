@@ -53,7 +53,7 @@ def run_workers(child_env: dict[str, str]) -> RunWorkers:
     exits 0 within `timeout` seconds."""
 
     def run(*options: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        env = {**child_env, "DJANGO_SETTINGS_MODULE": settings.SETTINGS_MODULE}
+        env = {**child_env, "DJANGO_SETTINGS_MODULE": "tests.settings"}
         done = subprocess.run(
             [sys.executable, "-m", "django", "runworkers", "--burst", *options],
             cwd=REPO_ROOT,

@@ -1,0 +1,1 @@
+"""Benchmarks of django-sqlqueue side by side with its peers: `python -m benchmarks run`."""
