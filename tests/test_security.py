@@ -53,6 +53,13 @@ REVIEWED: dict[str, dict[str, str]] = {
         "', '.join(['%s'] * len(queues))": "placeholders; the queue names are parameters",
         "Status.RUNNING.value": "a Status constant",
         "', '.join((f\"'{s.value}'\" for s in CLAIMABLE))": "the Status constants of CLAIMABLE",
+        "self.table": "quote_name of the model's table",
+        "assignments": "Claimer.running_assignments: constants and placeholders",
+        "self.index_hint(queues)": "empty, or SQLiteClaimer's constant INDEXED BY clause",
+        "self.claimable_sql": "status constants (Claimer.__init__)",
+        "queue_sql": "Claimer.queue_filter: placeholders only",
+        "self.lock_clause": "a class constant: empty or FOR UPDATE SKIP LOCKED",
+        "self.columns": "quoted constant column names",
     },
     "claimers/mysql.py": {
         "self.columns": "quoted constant column names (Claimer.__init__)",
@@ -61,20 +68,8 @@ REVIEWED: dict[str, dict[str, str]] = {
         "assignments": "Claimer.running_assignments: constants and placeholders",
         "placeholders": "', '.join(['%s'] * len(ids))",
     },
-    "claimers/postgresql.py": {
-        "self.table": "quote_name of the model's table",
-        "assignments": "Claimer.running_assignments: constants and placeholders",
-        "self.claimable_sql": "status constants (Claimer.__init__)",
-        "queue_sql": "Claimer.queue_filter: placeholders only",
-        "self.columns": "quoted constant column names",
-    },
     "claimers/sqlite.py": {
-        "self.table": "quote_name of the model's table",
-        "assignments": "Claimer.running_assignments: constants and placeholders",
-        "index": "one of two constant index names",
-        "self.claimable_sql": "status constants",
-        "queue_sql": "Claimer.queue_filter: placeholders only",
-        "self.columns": "quoted constant column names",
+        "'sqlqueue_claim_queue' if queues else 'sqlqueue_claim_any'": "two constant index names",
     },
     "completion.py": {
         "self.table": "quote_name of the model's table",
@@ -169,8 +164,12 @@ class TestNoSQLFromInput:
     def test_the_scan_finds_the_sql_it_must_review(self) -> None:
         """The scan is not blind: it sees the claimers' and the completer's statements."""
         found = {(module, expression) for module, _, expression in sql_interpolations()}
-        for module in ("claimers/postgresql.py", "claimers/sqlite.py", "claimers/mysql.py"):
+        for module in ("claimers/base.py", "claimers/mysql.py"):
             assert (module, "self.table") in found
+        assert (
+            "claimers/sqlite.py",
+            "'sqlqueue_claim_queue' if queues else 'sqlqueue_claim_any'",
+        ) in found
         assert ("completion.py", "self.table") in found
 
     def test_every_interpolation_into_sql_was_reviewed(self) -> None:
