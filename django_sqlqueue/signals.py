@@ -29,6 +29,8 @@ job_dead = Signal()
 
 def send(signal: Signal, job: Any, **kwargs: Any) -> None:
     """Send robustly: a broken receiver is logged, never allowed to take down a worker."""
+    if not signal.receivers:
+        return  # the common case, on the hot path of every job
     from .registry import registry
 
     sender = registry.get(job.name) if job.name in registry else None
