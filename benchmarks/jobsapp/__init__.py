@@ -1,0 +1,1 @@
+"""The benchmark's jobs, one definition per system, all running `work`."""

@@ -1,0 +1,10 @@
+"""Procrastinate's task, found by its `tasks` autodiscovery (installed on PostgreSQL only)."""
+
+from procrastinate.contrib.django import app
+
+from .work import work
+
+
+@app.task(name="bench_task")
+def bench_task(i: int, sleep_ms: int = 0) -> None:
+    work(i, sleep_ms)

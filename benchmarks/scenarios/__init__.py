@@ -1,0 +1,106 @@
+"""The scenarios of issue 4, each a module with `run(system, params) -> metrics`.
+
+A scenario has variants (sizes, worker counts); `--quick` shrinks them so a run over three
+databases takes minutes. `primary` names the metric the table leads with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    primary: str
+    full: list[dict[str, Any]]
+    quick: list[dict[str, Any]]
+    #: "queues": ours and every peer; "raw": our SQL through the bare driver.
+    systems: str = "queues"
+    metrics: tuple[str, ...] = field(default=())
+
+    def variants(self, quick: bool) -> list[dict[str, Any]]:
+        return self.quick if quick else self.full
+
+    def runner(self) -> Any:
+        return import_module(f"{__name__}.{self.name}").run
+
+
+def _drain(jobs: int, workers: int) -> dict[str, Any]:
+    return {"jobs": jobs, "workers": workers}
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in [
+        Scenario(
+            "enqueue",
+            "enqueue (jobs/s)",
+            "jobs_per_s",
+            full=[{"mode": "single", "jobs": 3_000}, {"mode": "bulk", "jobs": 100_000}],
+            quick=[{"mode": "single", "jobs": 300}, {"mode": "bulk", "jobs": 3_000}],
+        ),
+        Scenario(
+            "drain",
+            "drain no-op jobs (jobs/s)",
+            "jobs_per_s",
+            full=[_drain(3_000, 1), _drain(3_000, 4), _drain(30_000, 1), _drain(30_000, 4)],
+            quick=[_drain(300, 1), _drain(300, 4)],
+            metrics=("jobs_per_s", "steady_jobs_per_s", "startup_s"),
+        ),
+        Scenario(
+            "latency",
+            "latency enqueue -> start, one idle worker (ms)",
+            "p50_ms",
+            full=[{"jobs": 100, "interval_ms": 50, "idle_s": 2.0}],
+            quick=[{"jobs": 20, "interval_ms": 50, "idle_s": 1.0}],
+            metrics=("p50_ms", "p95_ms", "max_ms"),
+        ),
+        Scenario(
+            "history",
+            "drain with finished history in the table (jobs/s)",
+            "jobs_per_s",
+            full=[
+                {"history": 0, "jobs": 3_000, "workers": 4},
+                {"history": 1_000_000, "jobs": 3_000, "workers": 4},
+            ],
+            quick=[
+                {"history": 0, "jobs": 300, "workers": 4},
+                {"history": 20_000, "jobs": 300, "workers": 4},
+            ],
+        ),
+        Scenario(
+            "footprint",
+            "footprint: RSS per worker (MiB), CPU of idle workers (% of a core)",
+            "rss_mb_per_worker",
+            full=[{"workers": 4, "warm_jobs": 200, "settle_s": 3.0, "window_s": 30.0}],
+            quick=[{"workers": 4, "warm_jobs": 40, "settle_s": 1.0, "window_s": 5.0}],
+            metrics=("rss_mb_per_worker", "idle_cpu_pct_total", "idle_cpu_pct_per_worker"),
+        ),
+        Scenario(
+            "mix",
+            "realistic mix: jobs sleeping 10-50 ms, 4 workers (jobs/s)",
+            "jobs_per_s",
+            full=[{"jobs": 1_000, "workers": 4}],
+            quick=[{"jobs": 80, "workers": 4}],
+            metrics=("jobs_per_s", "efficiency"),
+        ),
+        Scenario(
+            "floor",
+            "raw-driver floor: our claim/complete SQL without Django (jobs/s)",
+            "jobs_per_s",
+            full=[{"jobs": 10_000, "workers": w, "batch": b} for w in (1, 4) for b in (1, 50)],
+            quick=[{"jobs": 500, "workers": w, "batch": b} for w in (1, 4) for b in (1, 50)],
+            systems="raw",
+        ),
+    ]
+}
+
+
+def variant_label(params: dict[str, Any]) -> str:
+    """A short, readable name for a variant: 'jobs=3000 workers=4'."""
+    hidden = {"timeout", "idle_s", "settle_s", "warm_jobs", "interval_ms"}
+    return " ".join(f"{k}={v}" for k, v in params.items() if k not in hidden)

@@ -1,0 +1,78 @@
+"""django-sqlqueue through its public API: `@job`, `.enqueue`, `.enqueue_many`, `runworkers`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import connection
+
+from ..procs import Workers, django_command
+from .base import Job, System
+from .seeding import seed_rows
+
+
+class SQLQueue(System):
+    name = "sqlqueue"
+    label = "django-sqlqueue"
+    notes = (
+        "at-least-once; `runworkers -n N` (N worker processes under one supervisor), "
+        "`--burst` to drain; library defaults, no SQLQUEUE setting (effective values in the JSON)"
+    )
+    migrate_apps = ("django_sqlqueue",)
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        from ..jobsapp.jobs import bench_job
+
+        self.job = bench_job
+
+    def enqueue_one(self, i: int, sleep_ms: int = 0) -> None:
+        self.job.enqueue(i=i, sleep_ms=sleep_ms)
+
+    def enqueue_bulk(self, jobs: Sequence[Job]) -> None:
+        self.job.enqueue_many([{"i": i, "sleep_ms": sleep_ms} for i, sleep_ms in jobs])
+
+    def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
+        return [django_command("runworkers", "-n", str(n), *(["--burst"] if burst else []))]
+
+    def job_processes(self, workers: Workers) -> list[int]:
+        from ..procs import children
+
+        return [pid for supervisor in workers.pids for pid in children(supervisor)]
+
+    def count_finished(self) -> int:
+        from django_sqlqueue.models import Job as JobRow
+
+        return JobRow.objects.filter(status="completed").count()
+
+    def count_queued(self) -> int:
+        from django_sqlqueue.models import Job as JobRow
+
+        return JobRow.objects.filter(status="pending").count()
+
+    def seed_history(self, count: int) -> None:
+        seed_rows(
+            connection,
+            "django_sqlqueue_job",
+            {
+                "name": "'bench_job'",
+                "queue": "'default'",
+                "args": "'[]'",
+                "kwargs": "'{{}}'",
+                "status": "'completed'",
+                "priority": "0",
+                "attempts": "1",
+                "max_attempts": "5",
+                "run_at": "{now}",
+                "created_at": "{now}",
+                "started_at": "{now}",
+                "finished_at": "{now}",
+                "updated_at": "{now}",
+                "result": "'null'",
+                "last_error": "''",
+                "history": "'[]'",
+                "lease_owner": "''",
+                "backend": "''",
+            },
+            count,
+        )
