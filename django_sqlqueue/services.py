@@ -371,12 +371,22 @@ def status_summary_by_queue(*, alias: str | None = None) -> dict[str, dict[str, 
     return {queue: summarize(grouped[queue]) for queue in sorted(grouped)}
 
 
+#: A worker is stale once it has missed this many heartbeats.
+STALE_HEARTBEATS = 3
+
+
+def stale_before(now: datetime | None = None) -> datetime:
+    """Heartbeats older than this mean the worker is stale (gone, hung or cut off)."""
+    interval = get_settings().heartbeat_seconds * STALE_HEARTBEATS
+    return (now or timezone.now()) - timedelta(seconds=interval)
+
+
 def worker_rows(*, alias: str | None = None) -> list[dict[str, Any]]:
     """Worker heartbeat rows, each marked stale when it missed three heartbeats."""
     from .models import Worker
 
     conf = get_settings()
-    stale_before = timezone.now() - timedelta(seconds=3 * conf.heartbeat_seconds)
+    cutoff = stale_before()
     rows = Worker.objects.using(alias or conf.database).values(
         "id",
         "hostname",
@@ -387,4 +397,4 @@ def worker_rows(*, alias: str | None = None) -> list[dict[str, Any]]:
         "current_job_id",
         "jobs_done",
     )
-    return [{**row, "stale": row["last_seen_at"] < stale_before} for row in rows]
+    return [{**row, "stale": row["last_seen_at"] < cutoff} for row in rows]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.contrib import admin
@@ -14,17 +14,9 @@ from django.utils.safestring import SafeString
 
 from ..conf import get_settings
 from ..models import Worker
+from ..services import stale_before
 from . import display
 from .filters import StaleWorkerFilter
-
-#: A worker is stale once it has missed this many heartbeats.
-STALE_HEARTBEATS = 3
-
-
-def stale_before(now: datetime | None = None) -> datetime:
-    """Heartbeats older than this mean the worker is stale (gone, hung or cut off)."""
-    interval = get_settings().heartbeat_seconds * STALE_HEARTBEATS
-    return (now or timezone.now()) - timedelta(seconds=interval)
 
 
 def is_stale(worker: Worker, now: datetime | None = None) -> bool:
@@ -44,16 +36,7 @@ class WorkerAdmin(admin.ModelAdmin):
     )
     list_filter = (StaleWorkerFilter, "hostname")
     search_fields = ("id", "hostname")
-    readonly_fields = (
-        "id",
-        "hostname",
-        "pid",
-        "queues_display",
-        "heartbeat",
-        "started_display",
-        "current_job",
-        "jobs_done",
-    )
+    readonly_fields = list_display
     fields = readonly_fields
     show_facets = admin.ShowFacets.NEVER
 
