@@ -150,6 +150,50 @@ class TestEnqueueMany:
         assert len(jobs) == 50
         assert len(stored(alias)) == 50
 
+    def test_returned_jobs_match_their_rows_across_statements(self, alias: str) -> None:
+        """12,000 jobs span several INSERT statements on every database; each returned job
+        must be its own row, field for field, as a fresh read gives it."""
+        jobs = noop.enqueue_many([{"n": n, "text": f"job {n}"} for n in range(12_000)])
+        rows = {row.pk: row for row in Job.objects.using(alias).all()}
+        assert len(rows) == 12_000
+        assert [job.kwargs["n"] for job in jobs] == list(range(12_000))
+        fields = [f.attname for f in Job._meta.concrete_fields]
+        for job in jobs[::997] + jobs[-3:]:
+            row = rows[job.pk]
+            assert {f: getattr(job, f) for f in fields} == {f: getattr(row, f) for f in fields}
+            assert job._state.adding is False
+            assert job._state.db == alias
+
+    def test_awkward_values_round_trip(self, alias: str) -> None:
+        items: list[dict[str, Any]] = [
+            {"text": "quotes ' \" and \\ backslash, $1 %s %(x)s {} [] ,;"},
+            {"text": "unicode é 漢字 🎉 \u2028", "none": None, "flag": False},
+            {"big": 2**63 - 1, "small": -(2**63), "float": 0.1, "neg": -1.5e-7},
+            {"nested": {"a": [1, [2, [3, {"b": None}]]], "empty": {}, "list": []}},
+        ]
+        jobs = noop.using(delay=timedelta(seconds=90)).enqueue_many(items)
+        for job, item in zip(jobs, items, strict=True):
+            row = Job.objects.using(alias).get(pk=job.pk)
+            assert row.kwargs == item == job.kwargs
+            assert row.run_at == job.run_at
+            assert row.run_at - row.created_at == timedelta(seconds=90)
+
+    def test_init_signal_receivers_see_every_returned_job(self, alias: str) -> None:
+        from django.db.models.signals import post_init
+
+        seen: list[Job] = []
+
+        def receiver(sender: type[Job], instance: Job, **kwargs: Any) -> None:
+            seen.append(instance)
+
+        post_init.connect(receiver, sender=Job)
+        try:
+            jobs = noop.enqueue_many([{"n": n} for n in range(3)])
+        finally:
+            post_init.disconnect(receiver, sender=Job)
+        assert [id(job) for job in jobs] == [id(job) for job in seen]
+        assert [job.pk for job in jobs] == [row.pk for row in stored(alias)]
+
     def test_empty_list_stores_nothing(self, alias: str) -> None:
         assert noop.enqueue_many([]) == []
         assert stored(alias) == []
