@@ -22,6 +22,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.utils import timezone
 
 from . import services, signals
+from .activity import ActivitySummary
 from .claimed import ClaimedJob
 from .claimers import get_claimer
 from .completion import Completer
@@ -109,6 +110,7 @@ class JobWorker:
         self.claimer = get_claimer(self.alias)
         self.completer = Completer(self.alias)
         self.waiter = make_waiter(self.alias, self.conf.poll_interval, self.stopping)
+        self.activity = ActivitySummary(worker_id, logger)
 
     # Signals -------------------------------------------------------------------------------
 
@@ -187,6 +189,7 @@ class JobWorker:
             self.flush_completed()
             self.hand_back_held("the worker is stopping")
             heartbeat.stop()
+            self.activity.report()
             self.unregister()
             self.waiter.close()
         return status
@@ -314,7 +317,7 @@ class JobWorker:
         self.jobs_done += 1
 
     def flush_completed(self) -> None:
-        """Record the batch's successful attempts together, then report each."""
+        """Record the batch's successful attempts together, then report them."""
         if not self.succeeded:
             return
         batch, self.succeeded = self.succeeded, []
@@ -328,19 +331,23 @@ class JobWorker:
         except DatabaseError as exc:
             self.results_refused(batch, exc)
             return
+        debug = logger.isEnabledFor(logging.DEBUG)
+        completed = 0
         for job, runner, outcome, duration in batch:
-            label = f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
             if recorded is None or job.id not in recorded:
                 logger.warning(
                     "%s finished in %.1f ms but its lease was lost; its result was discarded",
-                    label,
+                    job_label(job),
                     duration * 1000,
                 )
                 continue
-            logger.info("%s completed in %.1f ms", label, duration * 1000)
+            completed += 1
+            if debug:
+                logger.debug("%s completed in %.1f ms", job_label(job), duration * 1000)
             signals.send(signals.job_completed, job, result=outcome.result)
             if runner is not None:
                 runner.finished(job, outcome)
+        self.activity.record(completed=completed)
 
     def results_refused(self, batch: list[Any], exc: DatabaseError) -> None:
         """The database refused to store the batch's results (not an outage): say so on each
@@ -358,7 +365,7 @@ class JobWorker:
         started_at: Any,
         duration: float,
     ) -> None:
-        label = f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
+        label = job_label(job)
         try:
             status = self.with_retries(
                 lambda: services.fail(
@@ -384,6 +391,7 @@ class JobWorker:
                 millis,
             )
             return
+        self.activity.record(failed=1)
         if status == Status.FAILED:
             logger.warning("%s failed in %.1f ms (%s); will retry", label, millis, outcome.error)
             if outcome.traceback:
@@ -436,6 +444,10 @@ class JobWorker:
             alias=self.alias,
         )
         os._exit(EXIT_HUNG)
+
+
+def job_label(job: ClaimedJob) -> str:
+    return f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
 
 
 def worker_main(worker_id: str, options: WorkerOptions, shared_current: Any = None) -> None:

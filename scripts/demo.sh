@@ -136,7 +136,7 @@ setsid "$PY" manage.py runserver "127.0.0.1:$PORT" --noreload >>"$WEB_LOG" 2>&1 
 WEB_PID=$!
 if [ "$HAS_WORKERS" = 1 ]; then
     log "Starting 2 workers"
-    setsid "$PY" manage.py runworkers -n 2 --grace-period 10 >>"$WORKERS_LOG" 2>&1 </dev/null &
+    setsid "$PY" manage.py runworkers -n 2 --grace-period 10 -v 2 >>"$WORKERS_LOG" 2>&1 </dev/null &
     WORKERS_PID=$!
 fi
 

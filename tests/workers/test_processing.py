@@ -231,3 +231,21 @@ def test_runworkers_starts_while_the_database_is_unreachable(workers):
     assert process.poll() is None
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0
+
+
+def test_log_summarises_successes_and_lists_each_one_at_verbosity_2(workers):
+    """Per-job success lines cost a no-op job a fifth of its time: INFO gets a summary."""
+    add.enqueue_many([{"a": n, "b": 1} for n in range(5)])
+    fail_always.using(max_attempts=1).enqueue()
+
+    quiet = workers.run("--burst")
+
+    assert "completed in" not in quiet
+    assert "completed 5, failed 1 in" in quiet
+    assert "is dead after" in quiet  # failures are still logged one by one
+
+    add.enqueue(a=1, b=2)
+    verbose = workers.run("--burst", "-v", "2")
+
+    assert verbose.count("completed in") == 1
+    assert "completed 1, failed 0 in" in verbose
