@@ -10,8 +10,10 @@ another host, a supervisor killed with its workers — are recovered on a timer.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import time
@@ -131,9 +133,10 @@ class Supervisor:
     def run(self) -> int:
         self.install_signal_handlers()
         self.banner()
-        self.maintain()
+        # Workers first: they can claim ready jobs while housekeeping recovers expired ones.
         for _ in range(self.size):
             self.spawn()
+        self.maintain()
         while True:
             self.reap()
             if self.stop_deadline is not None:
@@ -145,7 +148,7 @@ class Supervisor:
                 self.fill()
                 if time.monotonic() >= self.next_maintenance:
                     self.maintain()
-            time.sleep(TICK)
+            self.wait_for_children(TICK)
         self.maintain()
         connections.close_all()
         logger.info("Supervisor stopped")
@@ -161,8 +164,21 @@ class Supervisor:
             args=(worker_id, self.options, current_job),
             name=f"sqlqueue-{worker_id}",
         )
+        # Move everything the supervisor has built so far (Django, the app registry, the
+        # handlers) out of the collector's reach: children's collections then never write to
+        # these pages (so they stay shared), and nor does the interpreter's final collection.
+        gc.freeze()
         process.start()
         self.children[process.pid] = Child(worker_id, process, current_job)
+
+    def wait_for_children(self, timeout: float) -> None:
+        """Sleep up to `timeout`, waking as soon as a worker exits (a burst run then ends at
+        once, and a crashed worker's jobs are recovered without waiting for the tick)."""
+        sentinels = [child.process.sentinel for child in self.children.values()]
+        if sentinels:
+            multiprocessing.connection.wait(sentinels, timeout)
+        else:
+            time.sleep(timeout)
 
     def fill(self) -> None:
         """Replace workers that died, backing off if they keep dying at once."""
