@@ -44,6 +44,14 @@ SCENARIOS: dict[str, Scenario] = {
             quick=[{"mode": "single", "jobs": 300}, {"mode": "bulk", "jobs": 3_000}],
         ),
         Scenario(
+            "enqueue_floor",
+            "enqueue floor: our INSERT, one transaction each, without django-sqlqueue (jobs/s)",
+            "jobs_per_s",
+            full=[{"mode": "driver", "jobs": 3_000}, {"mode": "django", "jobs": 3_000}],
+            quick=[{"mode": "driver", "jobs": 300}, {"mode": "django", "jobs": 300}],
+            systems="raw",
+        ),
+        Scenario(
             "drain",
             "drain no-op jobs (jobs/s)",
             "jobs_per_s",
