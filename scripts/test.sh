@@ -173,6 +173,13 @@ migrations_check() {
         makemigrations --check --dry-run
 }
 
+# The benchmark harness's own logic (planning, exactly-once checks, statistics): no servers.
+harness_tests() {
+    step "benchmark harness tests" env PYTHONPATH="$REPO_ROOT" SQLQUEUE_TEST_DB=sqlite \
+        SQLQUEUE_TEST_TMP="$RUN_TMP" "${STACK_PY[$MAIN_STACK]}" -m pytest -q -p no:cacheprovider \
+        benchmarks/tests
+}
+
 docs_build() {
     if [ ! -f mkdocs.yml ]; then
         return
@@ -354,6 +361,7 @@ main() {
     done
     if [ -n "${STACK_PY[$MAIN_STACK]:-}" ]; then
         lint
+        harness_tests
         [ "$QUICK" = 1 ] || docs_build
     fi
     for stack in "${stacks[@]}"; do
