@@ -95,6 +95,9 @@ REVIEWED: dict[str, dict[str, str]] = {
         "self.prefix": "INSERT INTO and quoted identifiers",
         "', '.join([self.row_sql] * len(chunk))": "rows of placeholders",
         "self.returning_sql": "RETURNING id, and pg_notify of the constant channel",
+        "self.prefix.removesuffix(' VALUES ')": "INSERT INTO and quoted identifiers",
+        "selected": "quoted constant column names and constant SQL literals",
+        "record": "quoted constant column names with the constant types of JSON_ROW_TYPES",
     },
     "sqlite_tuning.py": {
         "int(conf.sqlite_busy_timeout * 1000)": "an int",
