@@ -157,7 +157,9 @@ class Inserter:
 
     def values(self, job: NewJob) -> list[Any]:
         adapt = self.connection.ops.adapt_datetimefield_value
-        run_at, created = adapt(job.run_at), adapt(job.created_at)
+        created = adapt(job.created_at)
+        # A job to run now carries the very datetime it was created at: adapt it once.
+        run_at = created if job.run_at is job.created_at else adapt(job.run_at)
         return [
             job.name,
             job.queue,

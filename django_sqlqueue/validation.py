@@ -28,69 +28,80 @@ def _describe(value: Any) -> str:
     return type(value).__qualname__
 
 
-def _find_unserializable(value: Any, path: str, depth: int = 0) -> tuple[str, str] | None:
-    """The path and reason of the first part of `value` that JSON would not give back as is."""
+def _find_unserializable(value: Any, depth: int = 0) -> tuple[list[str], str] | None:
+    """The first part of `value` that JSON would not give back as is: its path below
+    `value` (innermost step first, so paths are only built for a problem) and why."""
     if depth > MAX_DEPTH:
-        return path, (
-            f"nesting deeper than {MAX_DEPTH} levels (MariaDB and MySQL refuse such JSON)"
-        )
+        return [], f"nesting deeper than {MAX_DEPTH} levels (MariaDB and MySQL refuse such JSON)"
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, str):
-        return _string_problem(value, path)
+        reason = _string_reason(value)
+        return ([], reason) if reason else None
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
-            return path, "an integer beyond 64 bits, which not every database keeps exactly"
+            return [], "an integer beyond 64 bits, which not every database keeps exactly"
         return None
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
-            return path, f"{value!r}, which JSON cannot represent"
+            return [], f"{value!r}, which JSON cannot represent"
         if abs(value) >= FLOAT_EXPONENT_LIMIT:
-            return path, (
+            return [], (
                 f"the float {value!r}, which PostgreSQL would give back as an integer; "
                 "pass it as an int or a string"
             )
         return None
     if isinstance(value, list):
         for index, item in enumerate(value):
-            found = _find_unserializable(item, f"{path}[{index}]", depth + 1)
+            found = _find_unserializable(item, depth + 1)
             if found:
+                found[0].append(f"[{index}]")
                 return found
         return None
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return path, f"a dict key of type {_describe(key)} (JSON keys must be str)"
-            found = _string_problem(key, f"{path} key {key!r}") or _find_unserializable(
-                item, f"{path}[{key!r}]", depth + 1
-            )
+                return [], f"a dict key of type {_describe(key)} (JSON keys must be str)"
+            reason = _string_reason(key)
+            if reason:
+                return [f" key {key!r}"], reason
+            found = _find_unserializable(item, depth + 1)
             if found:
+                found[0].append(f"[{key!r}]")
                 return found
         return None
     if isinstance(value, tuple):
-        return path, "a tuple (it would come back as a list; pass a list)"
-    return path, f"type {_describe(value)}, which is not JSON"
+        return [], "a tuple (it would come back as a list; pass a list)"
+    return [], f"type {_describe(value)}, which is not JSON"
+
+
+def _string_reason(value: str) -> str | None:
+    if "\x00" in value:
+        return "a string containing a NUL character, which PostgreSQL cannot store"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a string that is not valid UTF-8 (lone surrogate)"
+    return None
 
 
 def _string_problem(value: str, path: str) -> tuple[str, str] | None:
-    if "\x00" in value:
-        return path, "a string containing a NUL character, which PostgreSQL cannot store"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return path, "a string that is not valid UTF-8 (lone surrogate)"
-    return None
+    reason = _string_reason(value)
+    return (path, reason) if reason else None
 
 
 def check_json(value: Any, path: str) -> None:
     """Raise InvalidJobError unless `value` survives a JSON round trip unchanged."""
     try:
-        found = _find_unserializable(value, path)
+        found = _find_unserializable(value)
     except RecursionError:
-        found = (path, "nesting too deep to store")
+        found = ([], "nesting too deep to store")
     if found:
-        where, why = found
-        raise InvalidJobError(f"Job argument {where} cannot be stored: {why}.")
+        steps, why = found
+        raise InvalidJobError(
+            f"Job argument {path}{''.join(reversed(steps))} cannot be stored: {why}."
+        )
 
 
 def check_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
