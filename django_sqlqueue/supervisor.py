@@ -28,6 +28,7 @@ from . import services
 from .conf import QueueSettings, get_settings
 from .models import Worker
 from .registry import registry
+from .table_statistics import StatisticsKeeper
 from .worker import EXIT_HUNG, EXIT_RECYCLE, WorkerOptions, new_worker_id, worker_main
 
 logger = logging.getLogger("django_sqlqueue")
@@ -87,6 +88,7 @@ class Supervisor:
         self.finished_slots = 0
         self.next_maintenance = 0.0
         self.context = _context()
+        self.statistics = StatisticsKeeper(self.conf.database)
 
     # Signals ----------------------------------------------------------------------------
 
@@ -242,7 +244,8 @@ class Supervisor:
         return False
 
     def maintain(self) -> None:
-        """Recover jobs whose lease expired, and forget workers that stopped reporting."""
+        """Recover jobs whose lease expired, forget workers that stopped reporting, prune, and
+        keep PostgreSQL's statistics of the job table current after a burst."""
         self.next_maintenance = time.monotonic() + max(1.0, self.conf.lease_seconds / 4)
         try:
             counts = services.recover_expired_leases(alias=self.conf.database)
@@ -256,6 +259,7 @@ class Supervisor:
                 )
                 if pruned:
                     logger.info("Pruned %d completed jobs", pruned)
+            self.statistics.refresh_if_stale()
         except DatabaseError as exc:
             logger.warning("Housekeeping failed (%s); will retry", exc)
             connections[self.conf.database].close()

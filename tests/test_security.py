@@ -99,6 +99,10 @@ REVIEWED: dict[str, dict[str, str]] = {
         "selected": "quoted constant column names and constant SQL literals",
         "record": "quoted constant column names with the constant types of JSON_ROW_TYPES",
     },
+    "table_statistics.py": {
+        "LOCK_TIMEOUT_MS": "an int constant",
+        "table": "quote_name of the job table's name",
+    },
     "sqlite_tuning.py": {
         "int(conf.sqlite_busy_timeout * 1000)": "an int",
         "synchronous": "checked against SYNCHRONOUS_MODES before use (tested below)",

@@ -249,3 +249,18 @@ def test_log_summarises_successes_and_lists_each_one_at_verbosity_2(workers):
 
     assert verbose.count("completed in") == 1
     assert "completed 1, failed 0 in" in verbose
+
+
+def test_supervisor_analyses_the_job_table_after_a_burst(workers):
+    if connection.vendor != "postgresql":
+        pytest.skip("planner statistics are PostgreSQL's")
+    add.enqueue_many([{"a": n, "b": 1} for n in range(12_000)])
+    with connection.cursor() as cursor:  # publish this session's row counts now
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+    log = workers.run("-n", "2", "--burst", timeout=300)
+
+    assert "Analysed the job table: " in log
+    assert Job.objects.filter(status=Status.COMPLETED).count() == 12_000
