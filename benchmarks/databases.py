@@ -57,10 +57,16 @@ def mysql_params(database: str | None = DB_NAME) -> dict[str, Any]:
 
 def django_database(vendor: str) -> dict[str, Any]:
     """The DATABASES["default"] entry: Django's defaults, nothing tuned for the benchmark."""
+    return django_database_named(vendor, DB_NAME, sqlite_path())
+
+
+def django_database_named(vendor: str, name: str, sqlite_file: Path) -> dict[str, Any]:
+    """A DATABASES entry with Django's defaults: `sqlite_file`, or database `name` on the
+    servers this harness connects to (the chaos harness uses it with its own names)."""
     if vendor == "sqlite":
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(sqlite_path())}
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(sqlite_file)}
     if vendor == "postgres":
-        pg = pg_params()
+        pg = pg_params(name)
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": pg["dbname"],
@@ -69,7 +75,7 @@ def django_database(vendor: str) -> dict[str, Any]:
             "PORT": str(pg["port"]),
         }
     if vendor == "mysql":
-        my = mysql_params()
+        my = mysql_params(name)
         return {
             "ENGINE": "django.db.backends.mysql",
             "NAME": my["database"],

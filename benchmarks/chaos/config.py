@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import databases
+
 VENDORS = ("sqlite", "postgres", "mysql")
 SETTINGS_MODULE = "benchmarks.chaos.settings"
 DEFAULT_DB_NAME = "chaos_sqlqueue"
@@ -50,48 +52,13 @@ def sqlite_path() -> Path:
 
 
 def pg_params(dbname: str | None = None) -> dict[str, Any]:
-    return {
-        "host": os.environ.get("PGHOST", "127.0.0.1"),
-        "port": int(os.environ.get("PGPORT", "5432")),
-        "user": os.environ.get("PGUSER", "postgres"),
-        "dbname": dbname or db_name(),
-    }
+    return databases.pg_params(dbname or db_name())
 
 
 def mysql_params(database: str | None = None) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "host": os.environ.get("MYSQL_HOST", "127.0.0.1"),
-        "port": int(os.environ.get("MYSQL_PORT", "3306")),
-        "user": os.environ.get("MYSQL_USER", "root"),
-        "password": os.environ.get("MYSQL_PASSWORD", ""),
-        "charset": "utf8mb4",
-    }
-    if database:
-        params["database"] = database
-    return params
+    return databases.mysql_params(database)
 
 
 def django_database() -> dict[str, Any]:
     """DATABASES['default'] of the chaos project."""
-    chosen = vendor()
-    if chosen == "sqlite":
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(sqlite_path())}
-    if chosen == "postgres":
-        pg = pg_params()
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": pg["dbname"],
-            "USER": pg["user"],
-            "HOST": pg["host"],
-            "PORT": str(pg["port"]),
-        }
-    my = mysql_params(db_name())
-    return {
-        "ENGINE": "django.db.backends.mysql",
-        "NAME": my["database"],
-        "USER": my["user"],
-        "PASSWORD": my["password"],
-        "HOST": my["host"],
-        "PORT": str(my["port"]),
-        "OPTIONS": {"charset": "utf8mb4"},
-    }
+    return databases.django_database_named(vendor(), db_name(), sqlite_path())
