@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .databases import bench_dir, django_database_named
+
 DB_NAME = "bench_admin_list"
-BENCH_DIR = Path(os.environ.get("BENCH_DIR", "/tmp/bench"))
 VENDORS = ("sqlite", "postgres", "mysql")
 
 # (label, URL under /admin/django_sqlqueue/, query string)
@@ -52,31 +53,9 @@ PAGES = [
 
 
 def database_settings(vendor: str) -> dict[str, Any]:
-    if vendor == "sqlite":
-        BENCH_DIR.mkdir(parents=True, exist_ok=True)
-        return {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(BENCH_DIR / f"{DB_NAME}.sqlite3"),
-        }
-    if vendor == "postgres":
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": DB_NAME,
-            "USER": os.environ.get("PGUSER", "postgres"),
-            "HOST": os.environ.get("PGHOST", "127.0.0.1"),
-            "PORT": os.environ.get("PGPORT", "5432"),
-        }
-    if vendor == "mysql":
-        return {
-            "ENGINE": "django.db.backends.mysql",
-            "NAME": DB_NAME,
-            "USER": os.environ.get("MYSQL_USER", "root"),
-            "PASSWORD": os.environ.get("MYSQL_PASSWORD", ""),
-            "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
-            "PORT": os.environ.get("MYSQL_PORT", "3306"),
-            "OPTIONS": {"charset": "utf8mb4"},
-        }
-    raise SystemExit(f"unknown database {vendor!r}; expected one of {', '.join(VENDORS)}")
+    if vendor not in VENDORS:
+        raise SystemExit(f"unknown database {vendor!r}; expected one of {', '.join(VENDORS)}")
+    return django_database_named(vendor, DB_NAME, bench_dir() / f"{DB_NAME}.sqlite3")
 
 
 def configure(vendor: str) -> None:
