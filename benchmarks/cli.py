@@ -2,12 +2,15 @@
 
 Runs are interleaved (run 1 of every system, then run 2 in a rotated order, ...) so drift
 of a shared machine cannot favour one side; every measurement gets a fresh database and a
-fresh process. Raw results go to benchmarks/results/<timestamp>.json.
+fresh process. Raw results go to benchmarks/results/local/<timestamp>.json, which git
+ignores; `--publish` writes them to benchmarks/results/, where the published runs are kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import json
 import os
 import platform
@@ -23,10 +26,14 @@ from .databases import PEER_SQLITE_TUNING, VENDORS, bench_dir, server_version
 from .measure import RESULT_PREFIX
 from .report import LABELS, pivot, table
 from .scenarios import SCENARIOS, variant_label
-from .systems import SYSTEMS, system_class, systems_for
+from .systems import DRIVER_MODULES, PEER_MODULES, SYSTEMS, system_class, systems_for
 
+#: Published results (tracked); a run writes to LOCAL_RESULTS unless told otherwise.
 RESULTS = Path(__file__).resolve().parent / "results"
+LOCAL_RESULTS = RESULTS / "local"
 WARMUP = {"jobs": 200, "workers": 2}
+#: Ours with BATCH_COMPLETION=True.
+OURS_BATCHED = "sqlqueue_batch"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -46,7 +53,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "SQLite, django-sqlqueue's own tuning (WAL, synchronous=NORMAL, busy timeout)",
     )
     run.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up")
-    run.add_argument("--output", type=Path, default=None, help="JSON path (default: results/)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument(
+        "--output", type=Path, default=None, help="JSON path (default: results/local/, ignored)"
+    )
+    where.add_argument(
+        "--publish",
+        action="store_true",
+        help="write the JSON to benchmarks/results/, with the published runs",
+    )
     run.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
     show = sub.add_parser("table", help="print the table of one or more results files")
     show.add_argument("files", nargs="+", type=Path)
@@ -69,7 +84,9 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
     runs = args.runs or (1 if args.quick else 3)
     steps: list[dict[str, Any]] = []
     for db in dbs:
-        queues = [s for s in systems_for(db) if s in wanted]
+        # The batch-completion variant of ours runs only where a scenario asks for it.
+        queues = [s for s in systems_for(db) if s in wanted and s != OURS_BATCHED]
+        batched = OURS_BATCHED in wanted and OURS_BATCHED in systems_for(db)
         if not args.no_warmup:
             for system in queues:
                 steps.append(
@@ -77,7 +94,11 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                 )
         for name in scenarios:
             scenario = SCENARIOS[name]
-            systems = ["raw"] if scenario.systems == "raw" else queues
+            systems = ["raw"] if scenario.systems == "raw" else list(queues)
+            if scenario.systems == "ours":
+                systems = [s for s in systems if s == "sqlqueue"]
+            if batched and scenario.batch_completion_too and "sqlqueue" in systems:
+                systems.insert(systems.index("sqlqueue") + 1, OURS_BATCHED)
             if not systems:
                 continue
             for params in scenario.variants(args.quick):
@@ -97,6 +118,29 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                             )
                         )
     return steps
+
+
+def missing_modules(steps: list[dict[str, Any]]) -> list[str]:
+    """What the planned measurements need and this Python lacks: 'module (package, for X)'."""
+    missing = []
+    for system in dict.fromkeys(step["system"] for step in steps):
+        for module, package in PEER_MODULES.get(system, ()):
+            if importlib.util.find_spec(module) is None:
+                missing.append(f"{module} ({package}, for {system}; extra `bench`)")
+    for db in dict.fromkeys(step["db"] for step in steps):
+        if db in DRIVER_MODULES:
+            module, package, extra = DRIVER_MODULES[db]
+            if importlib.util.find_spec(module) is None:
+                missing.append(f"{module} ({package}, for {db}; extra `{extra}`)")
+    return missing
+
+
+def output_path(args: argparse.Namespace, stamp: str) -> Path:
+    """Where the raw results go: --output, the published folder, or the ignored local one."""
+    if args.output is not None:
+        return Path(args.output)
+    name = f"{stamp}{'-quick' if args.quick else ''}.json"
+    return (RESULTS if args.publish else LOCAL_RESULTS) / name
 
 
 def execute(step: dict[str, Any], log_dir: Path, timeout: float) -> dict[str, Any]:
@@ -166,6 +210,21 @@ def machine(dbs: list[str]) -> dict[str, Any]:
     }
 
 
+def compile_sources() -> list[str]:
+    """Byte-compile this checkout's packages, as pip does on install: a process start then
+    reads their bytecode instead of compiling ~100 modules from source. Measured processes
+    can run where bytecode is never written (PYTHONDONTWRITEBYTECODE=1, which this machine
+    sets), and every start-up figure, ours and the peers' (whose installs are compiled, while
+    they too load benchmarks/ from the checkout), would then count a compilation no installed
+    project pays. compileall writes the files even under that variable."""
+    root = Path(__file__).resolve().parent.parent
+    packages = [root / "django_sqlqueue", root / "benchmarks"]
+    for package in packages:
+        if not compileall.compile_dir(package, quiet=1):
+            raise SystemExit(f"python -m benchmarks: could not byte-compile {package}")
+    return [package.name for package in packages]
+
+
 def system_notes() -> dict[str, str]:
     """Each system's guarantees and the defaults it runs with, from its adapter."""
     return {name: system_class(name).notes for name in SYSTEMS}
@@ -173,15 +232,27 @@ def system_notes() -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     steps = plan(args)
+    missing = missing_modules(steps)
+    if missing:
+        print(
+            "python -m benchmarks: this Python lacks what the run needs: "
+            + "; ".join(missing)
+            + ".\nInstall the peers with the `bench` extra: pip install -e '.[dev,bench]' "
+            "(or leave them out: --systems sqlqueue).",
+            file=sys.stderr,
+        )
+        return 2
     if args.tune_peers:
         os.environ["BENCH_TUNE_PEERS"] = "1"  # read by benchmarks.settings in each process
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     log_dir = bench_dir() / "logs" / stamp
     log_dir.mkdir(parents=True, exist_ok=True)
-    output = args.output or RESULTS / f"{stamp}{'-quick' if args.quick else ''}.json"
+    output = output_path(args, stamp)
+    compiled = compile_sources()
     dbs = sorted({step["db"] for step in steps})
     notes = system_notes()
     print(f"{len(steps)} measurements; worker logs in {log_dir}")
+    print(f"Byte-compiled {', '.join(compiled)}, as an install would be")
     print("Systems, with the defaults they run with:")
     for name in SYSTEMS:
         print(f"  {LABELS[name]}: {notes[name]}")
@@ -203,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
         "tune_peers": args.tune_peers,
         "argv": sys.argv,
         "machine": machine(dbs),
+        "byte_compiled": compiled,
         "systems": notes,
         "results": [],
     }

@@ -59,6 +59,18 @@ def read() -> list[tuple[int, float]]:
     return marks
 
 
+def read_by_process() -> dict[int, list[tuple[int, float]]]:
+    """The marks of each process (by pid, from the file name): which process ran which job."""
+    marks: dict[int, list[tuple[int, float]]] = {}
+    for path in marker_dir().glob("*.marks"):
+        mine = marks.setdefault(int(path.name.split("-", 1)[0]), [])
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                mine.append((int(parts[0]), float(parts[1])))
+    return marks
+
+
 def count() -> int:
     return sum(path.read_bytes().count(b"\n") for path in marker_dir().glob("*.marks"))
 

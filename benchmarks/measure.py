@@ -58,7 +58,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     system = system_class("sqlqueue" if name == "raw" else name)(vendor, Path(spec["log"]))
     result: dict[str, Any] = {"status": "ok", "metrics": {}, "problems": ""}
     result["code"] = code_fingerprint()
-    if name in ("sqlqueue", "raw"):
+    if name in ("sqlqueue", "sqlqueue_batch", "raw"):
         result["sqlqueue_settings"] = queue_settings()
     result["loadavg_before"] = os.getloadavg()
     began = time.monotonic()

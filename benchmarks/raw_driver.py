@@ -2,7 +2,7 @@
 
 No Django, no ORM, no worker loop: just the SQL a worker needs per job, so the table shows
 the floor under our own numbers. Keep these statements in step with
-django_sqlqueue/claimers/ and services.complete().
+django_sqlqueue/databases/ and transitions.complete().
 """
 
 from __future__ import annotations
@@ -135,13 +135,20 @@ class PostgreSQLQueue(RawQueue):
         )
 
     def claim(self, limit: int) -> list[tuple[Any, ...]]:
+        # As PostgreSQLClaimer sends it: its planner settings in the same message, and the
+        # rows found by ctid from the array of candidates.
         now = self.now()
         sql = (
-            f"UPDATE {TABLE} SET {ASSIGN.format(p='%s')} WHERE id IN (SELECT id FROM {TABLE} "
+            "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; "
+            f"SET LOCAL jit = off; UPDATE {TABLE} SET {ASSIGN.format(p='%s')} "
+            f"WHERE ctid = ANY(ARRAY(SELECT ctid FROM {TABLE} "
             f"WHERE status IN ('pending', 'failed') AND run_at <= %s {ORDER.format(p='%s')} "
-            f"FOR UPDATE SKIP LOCKED) RETURNING {COLUMNS}"
+            f"FOR UPDATE SKIP LOCKED)) RETURNING {COLUMNS}"
         )
-        return self.conn.execute(sql, (self.owner, now + LEASE, now, now, now, limit)).fetchall()
+        cursor = self.conn.execute(sql, (self.owner, now + LEASE, now, now, now, limit))
+        while cursor.description is None and cursor.nextset():
+            pass
+        return cursor.fetchall()
 
     def write_many(self, sql: str, params: list[tuple[Any, ...]]) -> None:
         if len(params) == 1:

@@ -11,6 +11,7 @@ from .systems import SYSTEMS
 
 LABELS = {
     "sqlqueue": "django-sqlqueue",
+    "sqlqueue_batch": "django-sqlqueue, batch completion",
     "tasks_db": "django-tasks-db",
     "procrastinate": "Procrastinate",
     "huey": "Huey",

@@ -14,6 +14,7 @@ SYSTEM = os.environ.get("BENCH_SYSTEM", "sqlqueue")
 
 SYSTEM_APPS = {
     "sqlqueue": ["django_sqlqueue"],
+    "sqlqueue_batch": ["django_sqlqueue"],
     "raw": ["django_sqlqueue"],
     "tasks_db": ["django_tasks_db"],
     "procrastinate": ["procrastinate.contrib.django"],
@@ -25,7 +26,7 @@ DEBUG = False
 USE_TZ = True
 TIME_ZONE = "UTC"
 DATABASES = {"default": django_database(VENDOR)}
-if os.environ.get("BENCH_TUNE_PEERS") and SYSTEM not in ("sqlqueue", "raw"):
+if os.environ.get("BENCH_TUNE_PEERS") and SYSTEM not in ("sqlqueue", "sqlqueue_batch", "raw"):
     # Opt-in (--tune-peers): give Django-based peers what django-sqlqueue's worker does for
     # itself, to compare queue designs rather than configurations: persistent connections
     # (Django's default CONN_MAX_AGE=0 reconnects after every task) and, on SQLite, WAL with
@@ -37,3 +38,5 @@ INSTALLED_APPS = [*SYSTEM_APPS[SYSTEM], "benchmarks.jobsapp"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 if SYSTEM == "tasks_db":
     TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+if SYSTEM == "sqlqueue_batch":
+    SQLQUEUE = {"BATCH_COMPLETION": True}

@@ -5,6 +5,7 @@ The public API is what this module exports; everything else is internal.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .backoff import Backoff
@@ -12,6 +13,7 @@ from .exceptions import (
     Discard,
     InvalidJobError,
     JobAlreadyRegistered,
+    JobCancelled,
     Retry,
     SQLQueueError,
     UnknownJobError,
@@ -22,32 +24,100 @@ from .states import Status
 if TYPE_CHECKING:
     from .context import JobContext
     from .models import Job
+    from .operations import BulkResult, OperationResult
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "BulkResult",
     "Discard",
     "InvalidJobError",
     "Job",
     "JobAlreadyRegistered",
+    "JobCancelled",
     "JobContext",
     "JobHandler",
+    "OperationResult",
     "Retry",
     "SQLQueueError",
     "Status",
     "UnknownJobError",
+    "cancel",
+    "cancel_many",
     "enqueue",
     "job",
+    "pause_queue",
     "registry",
+    "requeue",
+    "requeue_many",
+    "resume_queue",
+    "run_now",
+    "run_now_many",
 ]
 
 
 def enqueue(name: str, /, *args: Any, **kwargs: Any) -> Job:
     """Enqueue the job registered as `name` (for code that cannot import its handler)."""
-    from .enqueueing import enqueue as _enqueue
+    return registry.get(name).enqueue(*args, **kwargs)
 
-    return _enqueue(name, *args, **kwargs)
+
+def cancel(job: Job | int, /) -> OperationResult:
+    """Cancel a job: at once if it waits; if it runs, its worker is asked to stop it (the
+    handler sees `context.cancel_requested`, and is interrupted after CANCEL_GRACE_SECONDS).
+    A finished job is left alone: the result says so (`applied` is False)."""
+    from . import operations
+
+    return operations.cancel(job)
+
+
+def requeue(job: Job | int, /) -> OperationResult:
+    """Run a dead, cancelled, failed or completed job again from scratch (attempts reset)."""
+    from . import operations
+
+    return operations.requeue(job)
+
+
+def run_now(job: Job | int, /) -> OperationResult:
+    """Make a waiting (pending or failed) job due now; its attempts are kept."""
+    from . import operations
+
+    return operations.run_now(job)
+
+
+def pause_queue(name: str, /, *, by: str = "", reason: str = "") -> bool:
+    """Stop workers claiming from queue `name` (within about a second; running jobs finish
+    normally, new jobs are still accepted). True if it was not paused already."""
+    from .flow.pausing import pause_queue as pause
+
+    return pause(name, by=by, reason=reason)
+
+
+def resume_queue(name: str, /) -> bool:
+    """Let workers claim from a paused queue again. True if it was paused."""
+    from .flow.pausing import resume_queue as resume
+
+    return resume(name)
+
+
+def cancel_many(ids: Iterable[int], /) -> BulkResult:
+    """`cancel` for many job ids: `changed` were cancelled, `stopping` were running and asked
+    to stop."""
+    from . import operations
+
+    return operations.cancel_many(ids)
+
+
+def requeue_many(ids: Iterable[int], /) -> BulkResult:
+    from . import operations
+
+    return operations.requeue_many(ids)
+
+
+def run_now_many(ids: Iterable[int], /) -> BulkResult:
+    from . import operations
+
+    return operations.run_now_many(ids)
 
 
 def __getattr__(name: str) -> Any:
@@ -60,4 +130,8 @@ def __getattr__(name: str) -> Any:
         from .context import JobContext
 
         return JobContext
+    if name in ("BulkResult", "OperationResult"):
+        from . import operations
+
+        return getattr(operations, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,9 +1,39 @@
-"""What a `takes_context=True` handler receives as its first argument."""
+"""What a `takes_context=True` handler receives as its first argument, and the channel through
+which it and its worker talk while it runs: progress one way, cancel requests the other."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import threading
+from dataclasses import dataclass, field
 from datetime import datetime
+
+from .exceptions import JobCancelled
+
+#: Longest progress message stored; longer ones are cut.
+MAX_PROGRESS_MESSAGE = 255
+
+
+class AttemptControl:
+    """Shared by a running handler (through its JobContext) and its worker's watch thread."""
+
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._progress: tuple[int, str] | None = None
+        self._reported: tuple[int, str] | None = None
+
+    def set_progress(self, percent: int, message: str) -> None:
+        with self._lock:
+            self._progress = (percent, message)
+
+    def unreported_progress(self) -> tuple[int, str] | None:
+        """The latest progress if it changed since the last call (what the watch writes)."""
+        with self._lock:
+            if self._progress == self._reported:
+                return None
+            self._reported = self._progress
+            return self._progress
 
 
 @dataclass(frozen=True)
@@ -15,3 +45,35 @@ class JobContext:
     queue: str
     enqueued_at: datetime
     worker_id: str
+    control: AttemptControl = field(default_factory=AttemptControl, repr=False, compare=False)
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once someone cancelled this job while it runs (noticed within about a second).
+
+        Stop at the next safe point; `raise_if_cancelled()` does it for you. A handler that
+        has not returned `CANCEL_GRACE_SECONDS` after the request is interrupted.
+        """
+        return self.control.cancelled.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise JobCancelled if the job was cancelled: call it at safe points of a long job."""
+        if self.control.cancelled.is_set():
+            raise JobCancelled(f"Job {self.job_id} was cancelled while it ran.")
+
+    def progress(self, percent: float, message: str = "") -> None:
+        """Report how far the attempt got (0 to 100) and what it is doing.
+
+        Cheap to call often: the worker writes the latest value to the job row about once a
+        second (and the admin and `jobstatus --running` show it).
+        """
+        if (
+            isinstance(percent, bool)
+            or not isinstance(percent, (int, float))
+            or not math.isfinite(percent)
+            or not 0 <= percent <= 100
+        ):
+            raise ValueError(f"progress must be a number from 0 to 100, got {percent!r}.")
+        if not isinstance(message, str):
+            raise TypeError(f"progress message must be a string, got {type(message).__name__}.")
+        self.control.set_progress(round(percent), message[:MAX_PROGRESS_MESSAGE])

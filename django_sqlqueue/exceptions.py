@@ -45,10 +45,29 @@ class Discard(Exception):
         super().__init__(reason or "discarded by handler")
 
 
+class WorkerLost(Exception):
+    """Names an attempt whose worker died (in a django.tasks TaskError): the job raised nothing."""
+
+
+class TransactionLeftOpen(Exception):
+    """Names an attempt whose handler returned with a transaction still open (an atomic block
+    never exited, or autocommit turned off): the worker rolled it back, reset its connection
+    and failed the attempt."""
+
+
 class JobTimeout(BaseException):
     """Raised inside a handler whose attempt ran past its timeout.
 
     A BaseException so that a handler's `except Exception:` cannot swallow it.
+    """
+
+
+class JobCancelled(BaseException):
+    """Raised in a handler whose job was cancelled while it ran: by
+    `context.raise_if_cancelled()`, or by the worker once CANCEL_GRACE_SECONDS have passed.
+
+    A BaseException so that a handler's `except Exception:` cannot swallow it; catch it only to
+    clean up, then re-raise. The job ends `cancelled` and is not retried.
     """
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from .arguments import CallShape, call_shape
 from .backoff import BackoffSpec, validate_backoff
+from .enqueueing.options import EnqueueOptions
 from .exceptions import InvalidJobError, JobAlreadyRegistered, UnknownJobError
+from .flow.spec import GATED, FlowSpec, build_spec
 from .validation import (
     check_max_attempts,
     check_name,
@@ -34,15 +37,13 @@ def _where(func: Callable[..., Any]) -> str:
 
 
 @dataclass(frozen=True)
-class EnqueueOptions:
-    """Per-call overrides of a job's defaults, as given to `.using(...)`."""
+class Recurrence:
+    """What `@job(cron=...)` declared, as given: scheduling/ checks and runs it."""
 
-    queue: str | None = None
-    priority: int | None = None
-    run_at: datetime | None = None
-    delay: timedelta | float | None = None
-    max_attempts: int | None = None
-    idempotency_key: str | None = None
+    cron: Any
+    timezone: Any = None
+    missed: Any = None
+    kwargs: Any = None
 
 
 class JobHandler(Generic[P, R]):
@@ -59,6 +60,15 @@ class JobHandler(Generic[P, R]):
         timeout: float | timedelta | None = None,
         backoff: BackoffSpec | None = None,
         takes_context: bool = False,
+        batch_completion: bool | None = None,
+        atomic: bool = False,
+        recurrence: Recurrence | None = None,
+        unique: bool = False,
+        unique_for: timedelta | float | None = None,
+        unique_by: Sequence[str] | None = None,
+        concurrency: int | None = None,
+        concurrency_key: str | Callable[..., str] | None = None,
+        rate_limit: str | None = None,
     ) -> None:
         self.func = func
         self.name = check_name(name)
@@ -72,14 +82,58 @@ class JobHandler(Generic[P, R]):
             raise InvalidJobError(str(exc)) from exc
         self.backoff = backoff
         self.takes_context = takes_context
+        if batch_completion is not None and not isinstance(batch_completion, bool):
+            raise InvalidJobError(
+                f"batch_completion must be True, False or None, got {batch_completion!r}."
+            )
+        self.batch_completion = batch_completion
+        if not isinstance(atomic, bool):
+            raise InvalidJobError(f"atomic must be True or False, got {atomic!r}.")
+        if atomic and batch_completion:
+            raise InvalidJobError(
+                f"Job {self.name!r}: atomic=True records the completion in the job's own "
+                "transaction, so it cannot be batched; drop batch_completion=True."
+            )
+        self.atomic = atomic
+        #: The recurring schedule `@job(cron=...)` declared (docs/schedules.md), if any.
+        self.recurrence = recurrence
+        #: Unique jobs, concurrency and rate limits (docs/flow-control.md); None: none used.
+        self.flow: FlowSpec | None = build_spec(
+            self.name,
+            func,
+            takes_context=takes_context,
+            unique=unique,
+            unique_for=unique_for,
+            unique_by=unique_by,
+            concurrency=concurrency,
+            concurrency_key=concurrency_key,
+            rate_limit=rate_limit,
+        )
         self.is_async = inspect.iscoroutinefunction(func)
-        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+        functools.update_wrapper(self, func)
+        # Read on the first enqueue, not here: most processes import every handler and
+        # enqueue few of them.
+        self._call_shape: CallShape | None = None
+        self._call_shape_read = False
+
+    def check_call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        """Raise InvalidJobError unless the handler can be called with these arguments."""
+        if not self._call_shape_read:
+            self._call_shape = call_shape(self.func, self.name, takes_context=self.takes_context)
+            self._call_shape_read = True
+        if self._call_shape is not None:
+            self._call_shape.check(args, kwargs)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.func(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<JobHandler {self.name!r} -> {_where(self.func)}>"
+
+    @property
+    def where(self) -> str:
+        """Where the function is defined, as error messages name it."""
+        return _where(self.func)
 
     def using(self, **options: Any) -> BoundJob[P, R]:
         """Override queue, priority, run_at, delay, max_attempts or idempotency_key per call."""
@@ -112,12 +166,12 @@ class BoundJob(Generic[P, R]):
         return BoundJob(self.handler, replace(self.options, **options))
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
-        from .enqueueing import enqueue_job
+        from .enqueueing.store import enqueue_job
 
         return enqueue_job(self.handler, args, kwargs, self.options)
 
     def enqueue_many(self, kwargs_list: Iterable[Mapping[str, Any]]) -> list[Job]:
-        from .enqueueing import enqueue_jobs
+        from .enqueueing.store import enqueue_jobs
 
         return enqueue_jobs(self.handler, kwargs_list, self.options)
 
@@ -136,9 +190,11 @@ class Registry:
                 f"and by {_where(handler.func)}. Give one of them another name."
             )
         self._handlers[handler.name] = handler
+        GATED.set(handler.name, handler.flow)
 
     def unregister(self, name: str) -> None:
         self._handlers.pop(name, None)
+        GATED.set(name, None)
 
     def get(self, name: str) -> JobHandler[Any, Any]:
         try:
@@ -169,13 +225,44 @@ def job(
     timeout: float | timedelta | None = None,
     backoff: BackoffSpec | None = None,
     takes_context: bool = False,
+    batch_completion: bool | None = None,
+    atomic: bool = False,
+    cron: str | None = None,
+    timezone: str | None = None,
+    missed: str | None = None,
+    cron_kwargs: Mapping[str, Any] | None = None,
+    unique: bool = False,
+    unique_for: timedelta | float | None = None,
+    unique_by: Sequence[str] | None = None,
+    concurrency: int | None = None,
+    concurrency_key: str | Callable[..., str] | None = None,
+    rate_limit: str | None = None,
 ) -> Callable[[Callable[P, R]], JobHandler[P, R]]:
     """Register the decorated function as the handler of job `name`.
 
     Options left out fall back to the `SQLQUEUE` settings when the job is enqueued.
+    `batch_completion=True` lets a worker record this job's successes in batches (see
+    docs/guarantees.md: a crashed worker then re-runs the ones not yet recorded).
+    `atomic=True` runs the handler in a transaction on the queue database that also records
+    its completion: its writes to that database commit exactly once.
+    `cron="0 3 * * *"` makes it a recurring job, enqueued by the supervisors at each tick with
+    `cron_kwargs`, in `timezone` (default: TIME_ZONE); `missed` says what happens to ticks
+    missed while no supervisor ran ("latest", "skip" or "all"; see docs/schedules.md).
+    `unique`, `unique_for`, `unique_by`, `concurrency`, `concurrency_key` and `rate_limit`
+    are flow control (docs/flow-control.md).
     """
     if callable(name):
         raise InvalidJobError('@job needs a name: write @job("send_email"), not @job.')
+    if cron is None:
+        given = [
+            n
+            for n, v in (("timezone", timezone), ("missed", missed), ("cron_kwargs", cron_kwargs))
+            if v is not None
+        ]
+        if given:
+            raise InvalidJobError(
+                f"@job({name!r}): {', '.join(given)} only apply to a recurring job; add cron=."
+            )
 
     def decorate(func: Callable[P, R]) -> JobHandler[P, R]:
         handler = JobHandler(
@@ -187,6 +274,15 @@ def job(
             timeout=timeout,
             backoff=backoff,
             takes_context=takes_context,
+            batch_completion=batch_completion,
+            atomic=atomic,
+            recurrence=None if cron is None else Recurrence(cron, timezone, missed, cron_kwargs),
+            unique=unique,
+            unique_for=unique_for,
+            unique_by=unique_by,
+            concurrency=concurrency,
+            concurrency_key=concurrency_key,
+            rate_limit=rate_limit,
         )
         registry.register(handler)
         return handler

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 #: Priorities run highest first; the range matches django.tasks so they map one to one.
 PRIORITY_MIN = -100
@@ -12,41 +14,95 @@ PRIORITY_MAX = 100
 
 
 class Status(models.TextChoices):
-    PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed (retry scheduled)"
-    DEAD = "dead", "Dead"
-    CANCELLED = "cancelled", "Cancelled"
+    PENDING = "pending", _("Pending")
+    RUNNING = "running", _("Running")
+    COMPLETED = "completed", _("Completed")
+    FAILED = "failed", _("Failed (retry scheduled)")
+    DEAD = "dead", _("Dead")
+    CANCELLED = "cancelled", _("Cancelled")
 
+
+@dataclass(frozen=True)
+class Transition:
+    """One arrow of the state machine: the statuses a change may leave, and where it leads.
+
+    Every UPDATE that changes a status names the `sources` of its transition, so it is safe
+    against any other change racing it. Transitions out of `running` are also `fenced`: they
+    name the lease owner and attempt they belong to.
+    """
+
+    name: str
+    sources: tuple[Status, ...]
+    targets: tuple[Status, ...]
+    fenced: bool = False
+
+
+#: A worker takes a due job under a lease.
+CLAIM = Transition("claim", (Status.PENDING, Status.FAILED), (Status.RUNNING,))
+#: The attempt succeeded.
+COMPLETE = Transition("complete", (Status.RUNNING,), (Status.COMPLETED,), fenced=True)
+#: The attempt failed (or its worker was lost): a retry at a backoff, or the dead letter.
+FAIL = Transition("fail", (Status.RUNNING,), (Status.FAILED, Status.DEAD), fenced=True)
+#: Handed back unspent: shutdown, or claimed but never started by a worker that died.
+RELEASE = Transition("release", (Status.RUNNING,), (Status.PENDING,), fenced=True)
+#: Flow control: a claimed job over its concurrency or rate limit goes back to wait, its
+#: attempt not spent, due again when a slot or the allowance is expected to free.
+PARK = Transition("park", (Status.RUNNING,), (Status.PENDING,), fenced=True)
+#: Flow control: a parked job of a concurrency key becomes due now, because a worker that
+#: ran a job of that key freed its slot (its status does not change).
+WAKE = Transition("wake", (Status.PENDING,), ())
+#: The `lease_owner` of a parked job, so that WAKE finds parked jobs and never a job that
+#: waits for its own `run_at`.
+PARKED_OWNER = "(parked)"
+#: Staff: a waiting job will not run.
+CANCEL = Transition("cancel", (Status.PENDING, Status.FAILED), (Status.CANCELLED,))
+#: A running job whose cancel was requested stops: its worker records it (fenced), or
+#: recovery does if the worker is gone.
+STOP = Transition("stop", (Status.RUNNING,), (Status.CANCELLED,), fenced=True)
+#: Staff: run a finished or waiting job again from scratch.
+REQUEUE = Transition(
+    "requeue",
+    (Status.DEAD, Status.CANCELLED, Status.FAILED, Status.COMPLETED),
+    (Status.PENDING,),
+)
+#: Staff: a waiting job becomes due now (its status does not change).
+RUN_NOW = Transition("run_now", (Status.PENDING, Status.FAILED), ())
+
+ALL_TRANSITIONS = (CLAIM, COMPLETE, FAIL, RELEASE, PARK, WAKE, CANCEL, STOP, REQUEUE, RUN_NOW)
 
 #: Statuses a worker may claim from (once `run_at` has passed).
-CLAIMABLE = (Status.PENDING, Status.FAILED)
+CLAIMABLE = CLAIM.sources
 #: Statuses that never change again unless a person requeues the job.
 FINISHED = (Status.COMPLETED, Status.DEAD, Status.CANCELLED)
 #: Statuses `requeue` accepts.
-REQUEUEABLE = (Status.DEAD, Status.CANCELLED, Status.FAILED, Status.COMPLETED)
-#: Statuses `cancel` accepts: a running job belongs to its worker.
-CANCELLABLE = (Status.PENDING, Status.FAILED)
+REQUEUEABLE = REQUEUE.sources
+#: Statuses `cancel` changes at once (a running job is asked to stop instead).
+CANCELLABLE = CANCEL.sources
 
-TRANSITIONS: Mapping[str, frozenset[str]] = {
-    Status.PENDING: frozenset({Status.RUNNING, Status.CANCELLED}),
-    Status.FAILED: frozenset({Status.RUNNING, Status.CANCELLED, Status.PENDING}),
-    Status.RUNNING: frozenset({Status.COMPLETED, Status.FAILED, Status.DEAD, Status.PENDING}),
-    Status.COMPLETED: frozenset({Status.PENDING}),
-    Status.DEAD: frozenset({Status.PENDING}),
-    Status.CANCELLED: frozenset({Status.PENDING}),
-}
+
+def _arrows() -> Mapping[str, frozenset[str]]:
+    arrows: dict[str, set[str]] = {status: set() for status in Status}
+    for transition in ALL_TRANSITIONS:
+        for source in transition.sources:
+            arrows[source].update(transition.targets)
+    return {status: frozenset(targets) for status, targets in arrows.items()}
+
+
+#: Every status change the code can make, as `status -> statuses it may become`.
+TRANSITIONS: Mapping[str, frozenset[str]] = _arrows()
 
 
 def can_transition(current: str, target: str) -> bool:
-    """True if the state machine (DESIGN.md §3) allows `current` → `target`."""
+    """True if the state machine allows `current` → `target` (docs/states.md)."""
     return target in TRANSITIONS.get(current, frozenset())
 
 
-def outcome_of_failure(attempts: int, max_attempts: int) -> Status:
-    """Where a failed attempt leads: a retry while attempts are left, else the dead letter."""
-    return Status.FAILED if attempts < max_attempts else Status.DEAD
+def status_after_failure(attempts: int, max_attempts: int, *, gives_up: bool = False) -> Status:
+    """The dead-letter rule: a retry while attempts are left, else dead. `gives_up` (a
+    discard, an unknown job, an unstorable result) goes dead at once."""
+    if gives_up or attempts >= max_attempts:
+        return Status.DEAD
+    return Status.FAILED
 
 
 def summarize(counts: Iterable[tuple[str, int]]) -> dict[str, int]:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
+from decimal import Decimal
+from enum import Enum
+from pathlib import PurePath
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from .exceptions import InvalidJobError
@@ -18,6 +24,13 @@ MAX_NAME_LENGTH = 255
 MAX_QUEUE_LENGTH = 100
 MAX_KEY_LENGTH = 255
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: The attempts columns are 32-bit on every database.
+MAX_ATTEMPTS_LIMIT = 2**31 - 1
+#: Longer would overflow the interval timer, and no attempt is meant to run that long.
+MAX_TIMEOUT_SECONDS = 365 * 24 * 3600
+#: The earliest time every supported database stores (MySQL's DATETIME starts at year 1000;
+#: the latest, the end of year 9999 in UTC, is Python's own limit).
+EARLIEST_RUN_AT = datetime(1000, 1, 1, tzinfo=dt_timezone.utc)
 #: MariaDB and MySQL refuse JSON nested deeper than 32 levels (the stored array adds one).
 MAX_DEPTH = 30
 #: PostgreSQL's jsonb prints floats this large without a fraction: they come back as ints.
@@ -26,6 +39,31 @@ FLOAT_EXPONENT_LIMIT = 1e16
 
 def _describe(value: Any) -> str:
     return type(value).__qualname__
+
+
+def conversion_hint(value: Any) -> str:
+    """How to pass `value` as JSON instead, for the types people pass most: '' if unknown."""
+    if isinstance(value, datetime):
+        return "pass `.isoformat()` and read it back with `datetime.fromisoformat()`"
+    if isinstance(value, (date, time)):
+        return f"pass `.isoformat()` and read it back with `{type(value).__name__}.fromisoformat()`"
+    if isinstance(value, timedelta):
+        return "pass `.total_seconds()`"
+    if isinstance(value, Decimal):
+        return "pass `str(value)` and read it back with `Decimal()` (a float loses digits)"
+    if isinstance(value, (UUID, PurePath)):
+        return "pass `str(value)`"
+    if isinstance(value, (set, frozenset)):
+        return "pass a list, e.g. `sorted(value)`"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "pass text: `.decode()`, or base64 for binary data"
+    if isinstance(value, Enum):
+        return "pass `.value`"
+    if isinstance(value, Model):
+        return "pass its primary key, `.pk`, and fetch the row in the job"
+    if isinstance(value, QuerySet):
+        return "pass a list of primary keys, `list(queryset.values_list('pk', flat=True))`"
+    return ""
 
 
 def _find_unserializable(value: Any, depth: int = 0) -> tuple[list[str], str] | None:
@@ -72,7 +110,8 @@ def _find_unserializable(value: Any, depth: int = 0) -> tuple[list[str], str] | 
         return None
     if isinstance(value, tuple):
         return [], "a tuple (it would come back as a list; pass a list)"
-    return [], f"type {_describe(value)}, which is not JSON"
+    hint = conversion_hint(value)
+    return [], f"type {_describe(value)}, which is not JSON" + (f"; {hint}" if hint else "")
 
 
 def _string_reason(value: str) -> str | None:
@@ -104,7 +143,27 @@ def check_json(value: Any, path: str) -> None:
         )
 
 
-def check_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+def json_size(value: Any) -> int:
+    """Bytes of `value` as compact UTF-8 JSON (about what the database stores)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def check_size(value: Any, what: str, limit: int | None, setting: str) -> None:
+    """Raise InvalidJobError if `value`, as JSON, is larger than `limit` bytes."""
+    if limit is None:
+        return
+    size = json_size(value)
+    if size > limit:
+        raise InvalidJobError(
+            f"{what} {size} bytes as JSON; the limit is {setting}, {limit}. Pass large data "
+            "by reference (a file name, a primary key)."
+        )
+
+
+def check_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any], max_bytes: int | None = None
+) -> None:
+    """Every argument storable as it is, and all of them within `max_bytes` as JSON."""
     for index, value in enumerate(args):
         check_json(value, f"args[{index}]")
     for key, value in kwargs.items():
@@ -116,6 +175,9 @@ def check_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         if problem:
             raise InvalidJobError(f"Job argument {problem[0]} cannot be stored: {problem[1]}.")
         check_json(value, key)
+    check_size(
+        [list(args), dict(kwargs)], "The job's arguments are", max_bytes, "MAX_ARGUMENTS_BYTES"
+    )
 
 
 def check_name(name: Any, what: str = "Job name", limit: int = MAX_NAME_LENGTH) -> str:
@@ -132,6 +194,11 @@ def check_name(name: Any, what: str = "Job name", limit: int = MAX_NAME_LENGTH) 
 def check_queue(queue: Any) -> str:
     """A queue name: also no comma, since `runworkers --queues a,b` splits on commas."""
     check_name(queue, "queue", MAX_QUEUE_LENGTH)
+    if queue != queue.strip():
+        raise InvalidJobError(
+            f"Queue name {queue!r} has spaces around it, and `runworkers --queues` strips "
+            "them: no worker would ever claim its jobs."
+        )
     if "," in queue:
         raise InvalidJobError(
             f"Queue name {queue!r} contains a comma, which `runworkers --queues` could "
@@ -153,8 +220,10 @@ def check_priority(priority: Any) -> int:
 def check_max_attempts(max_attempts: Any) -> int:
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
         raise InvalidJobError(f"max_attempts must be an integer, got {_describe(max_attempts)}.")
-    if max_attempts < 1:
-        raise InvalidJobError(f"max_attempts must be at least 1, got {max_attempts}.")
+    if not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
+        raise InvalidJobError(
+            f"max_attempts must be between 1 and {MAX_ATTEMPTS_LIMIT}, got {max_attempts}."
+        )
     return max_attempts
 
 
@@ -163,8 +232,15 @@ def check_timeout(timeout: Any) -> float | None:
         return None
     if isinstance(timeout, timedelta):
         timeout = timeout.total_seconds()
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise InvalidJobError(f"timeout must be a positive number of seconds, got {timeout!r}.")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout <= MAX_TIMEOUT_SECONDS
+    ):
+        raise InvalidJobError(
+            f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS} "
+            f"(a year), got {timeout!r}."
+        )
     return float(timeout)
 
 
@@ -187,6 +263,7 @@ def resolve_run_at(run_at: Any, delay: Any, now: datetime | None = None) -> date
             raise InvalidJobError("delay must not be negative.")
         try:
             run_at = now + delay
+            as_utc(run_at)
         except OverflowError:
             raise InvalidJobError(f"delay of {delay} puts the job past year 9999.") from None
         return run_at
@@ -200,10 +277,21 @@ def resolve_run_at(run_at: Any, delay: Any, now: datetime | None = None) -> date
             "(for example django.utils.timezone.now() + timedelta(...))."
         )
     try:
-        if settings.USE_TZ:
-            run_at.astimezone(dt_timezone.utc)  # what the database will store
-        elif timezone.is_aware(run_at):
+        utc = as_utc(run_at)  # what the database will store
+        if not settings.USE_TZ and timezone.is_aware(run_at):
             run_at = timezone.make_naive(run_at)
-    except OverflowError:
-        raise InvalidJobError(f"run_at {run_at} is out of the range a database stores.") from None
+    except (OverflowError, ValueError):
+        utc = None
+    if utc is None or utc < EARLIEST_RUN_AT:
+        raise InvalidJobError(
+            f"run_at {run_at} is out of the range a database stores: from "
+            f"{EARLIEST_RUN_AT:%Y-%m-%d} to the end of year 9999 in UTC."
+        )
     return run_at
+
+
+def as_utc(moment: datetime) -> datetime:
+    """An aware UTC datetime for `moment` (a naive one is in the current time zone)."""
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, timezone.get_current_timezone())
+    return moment.astimezone(dt_timezone.utc)

@@ -48,6 +48,24 @@ find_python311() {
     command -v python3.11 2>/dev/null || true
 }
 
+# install_python 312|311: try to install that Python where it can be done unattended (pyenv,
+# else Debian's package); true if an install command succeeded.
+install_python() {
+    local version="${1:0:1}.${1:1}"
+    if command -v pyenv >/dev/null 2>&1; then
+        log "No Python $version found; installing it with pyenv (a few minutes)"
+        pyenv install -s "$version" </dev/null >&2 && return 0
+    fi
+    if command -v apt-get >/dev/null 2>&1 && apt-cache show "python$version-venv" >/dev/null 2>&1; then
+        log "No Python $version found; installing python$version-venv with apt-get"
+        local apt=(apt-get install -y -q --no-install-recommends "python$version-venv")
+        [ "$(id -u)" -eq 0 ] || apt=(sudo "${apt[@]}")
+        DEBIAN_FRONTEND=noninteractive "${apt[@]}" </dev/null >&2 && return 0
+    fi
+    warn "Python $version is missing: install it with pyenv or your package manager (python$version on PATH)"
+    return 1
+}
+
 # mysqlclient compiles against the MariaDB client library; Debian ships it as libmariadb-dev.
 ensure_mysql_build_deps() {
     if command -v mysql_config >/dev/null 2>&1 || command -v mariadb_config >/dev/null 2>&1; then

@@ -20,10 +20,11 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from django_sqlqueue.claimed import ClaimedJob
-from django_sqlqueue.claimers import Claimer, get_claimer
 from django_sqlqueue.conf import get_settings
+from django_sqlqueue.databases import queue_database
+from django_sqlqueue.databases.claiming import Claimer
 from django_sqlqueue.registry import JobHandler, job, registry
+from django_sqlqueue.rows import ClaimedJob
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,7 +60,7 @@ def make_job(db: None, alias: str) -> Callable[..., Any]:
 @pytest.fixture
 def claimer(db: None, alias: str) -> Claimer:
     """The vendor's claimer for the queue database."""
-    return get_claimer(alias)
+    return queue_database(alias).claimer()
 
 
 @pytest.fixture

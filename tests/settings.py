@@ -4,8 +4,10 @@ SQLQUEUE_TEST_ID makes the database names unique, so parallel runs never share o
 Worker processes spawned by tests get SQLQUEUE_TEST_DB_NAME: the test database pytest made.
 """
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent
 VENDOR = os.environ.get("SQLQUEUE_TEST_DB", "sqlite")
@@ -23,16 +25,30 @@ if VENDOR == "sqlite":
         }
     }
 elif VENDOR == "postgres":
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": NAME_OVERRIDE or "postgres",
-            "USER": "postgres",
-            "HOST": os.environ.get("PGHOST", "127.0.0.1"),
-            "PORT": os.environ.get("PGPORT", "5432"),
-            "TEST": {"NAME": f"test_sqlqueue{RUN_ID}"},
-        }
+    direct = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": NAME_OVERRIDE or "postgres",
+        "USER": "postgres",
+        "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+        "PORT": os.environ.get("PGPORT", "5432"),
+        "TEST": {"NAME": f"test_sqlqueue{RUN_ID}"},
     }
+    DATABASES = {"default": direct}
+    if os.environ.get("SQLQUEUE_TEST_PGBOUNCER_PORT"):
+        # Processes of the PgBouncer tests (tests/pgbouncer): the queue through the suite's own
+        # PgBouncer in transaction pooling mode, as a PgBouncer user sets it up; the server
+        # itself as "direct", for LISTEN_DATABASE.
+        pooled: dict[str, Any] = {
+            **direct,
+            "HOST": "127.0.0.1",
+            "PORT": os.environ["SQLQUEUE_TEST_PGBOUNCER_PORT"],
+            "DISABLE_SERVER_SIDE_CURSORS": os.environ.get("SQLQUEUE_TEST_SERVER_CURSORS") != "1",
+        }
+        if os.environ.get("SQLQUEUE_TEST_PREPARE_THRESHOLD"):
+            pooled["OPTIONS"] = {
+                "prepare_threshold": int(os.environ["SQLQUEUE_TEST_PREPARE_THRESHOLD"])
+            }
+        DATABASES = {"default": pooled, "direct": direct}
 elif VENDOR == "mysql":
     DATABASES = {
         "default": {
@@ -48,6 +64,13 @@ elif VENDOR == "mysql":
     }
 else:
     raise RuntimeError(f"SQLQUEUE_TEST_DB must be sqlite, postgres or mysql, not {VENDOR!r}")
+
+if os.environ.get("SQLQUEUE_TEST_SQLITE_SOURCE"):
+    # Processes of the movejobs tests: a project's old SQLite queue beside the test database.
+    DATABASES["sqlite_source"] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ["SQLQUEUE_TEST_SQLITE_SOURCE"],
+    }
 
 SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
@@ -86,6 +109,7 @@ TEMPLATES = [
 ]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 SQLQUEUE = {
+    "DATABASE": os.environ.get("SQLQUEUE_TEST_QUEUE_DATABASE", "default"),
     "LEASE_SECONDS": float(os.environ.get("SQLQUEUE_TEST_LEASE", "4")),
     "HEARTBEAT_SECONDS": float(os.environ.get("SQLQUEUE_TEST_HEARTBEAT", "1")),
     "BACKOFF_BASE": 0.2,
@@ -94,18 +118,31 @@ SQLQUEUE = {
     "DEFAULT_TIMEOUT": float(os.environ["SQLQUEUE_TEST_TIMEOUT"])
     if os.environ.get("SQLQUEUE_TEST_TIMEOUT")
     else None,
+    "CANCEL_GRACE_SECONDS": float(os.environ.get("SQLQUEUE_TEST_CANCEL_GRACE", "5")),
+    "BATCH_COMPLETION": os.environ.get("SQLQUEUE_TEST_BATCH_COMPLETION") == "1",
+    "LISTEN_DATABASE": os.environ.get("SQLQUEUE_TEST_LISTEN_DATABASE") or None,
     "PRUNE_COMPLETED_AFTER_DAYS": (
         None
         if os.environ.get("SQLQUEUE_TEST_PRUNE_DAYS") == "none"
         else float(os.environ.get("SQLQUEUE_TEST_PRUNE_DAYS", "7"))
     ),
+    # Recurring jobs of the supervisors a test starts (tests/workers/test_schedules.py).
+    "SCHEDULES": json.loads(os.environ.get("SQLQUEUE_TEST_SCHEDULES", "{}")),
+    # Per-queue rate limits of the workers a test starts (tests/workers/test_flow_limits.py).
+    "QUEUE_RATE_LIMITS": json.loads(os.environ.get("SQLQUEUE_TEST_QUEUE_RATE_LIMITS", "{}")),
 }
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"django_sqlqueue": {"handlers": ["console"], "level": "INFO"}},
 }
+if os.environ.get("SQLQUEUE_TEST_SIGNAL_ON"):  # signal a process when it logs a message
+    LOGGING["handlers"]["signal"] = {
+        "()": "tests.testapp.signal_on_log.SignalOnLog",
+        "spec": os.environ["SQLQUEUE_TEST_SIGNAL_ON"],
+    }
+    LOGGING["loggers"]["django_sqlqueue"]["handlers"].append("signal")
 
 # django.tasks (issue 6): the backend under test, and the backport's app on Django 5.2.
 from tests.tasksapp.tasks_settings import TASKS, TASKS_APPS  # noqa: E402, F401

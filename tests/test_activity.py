@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from django_sqlqueue.activity import ActivitySummary
+from django_sqlqueue.runtime.activity_log import ActivitySummary
 
 
 class Clock:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import io
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test.utils import override_settings
 
-from django_sqlqueue.checks import check_database, check_settings
-from django_sqlqueue.conf import DEFAULTS, get_settings
+from django_sqlqueue.checks import check_clock, check_database, check_settings, unknown_setting
+from django_sqlqueue.conf import DEFAULTS, SETTINGS, Setting, get_settings
 
 
 def ids(**sqlqueue: Any) -> list[str]:
@@ -48,6 +52,14 @@ class TestSettingsCheck:
         assert "'LEASE_SECOND'" in text
         assert "LEASE_SECONDS" in text, "the hint lists the known settings"
 
+    def test_a_misspelled_key_gets_a_suggestion(self) -> None:
+        [text] = messages(LEASE_SECOND=30)
+        assert "Did you mean 'LEASE_SECONDS'?" in text
+        [text] = messages(max_attempts=3)
+        assert "Did you mean 'MAX_ATTEMPTS'?" in text
+        [text] = messages(COLOUR="blue")
+        assert "Did you mean" not in text
+
     def test_every_unknown_key_is_reported(self) -> None:
         assert ids(FOO=1, BAR=2) == ["django_sqlqueue.E002"] * 2
 
@@ -72,6 +84,8 @@ class TestSettingsCheck:
             ("BACKOFF_JITTER", 1.5),
             ("BACKOFF_JITTER", -0.1),
             ("BACKOFF_JITTER", "lots"),
+            ("SQLITE_TRANSACTION_MODE", "LAZY"),
+            ("SQLITE_TRANSACTION_MODE", 1),
         ],
         ids=lambda v: repr(v),
     )
@@ -86,7 +100,14 @@ class TestSettingsCheck:
             ("DEFAULT_PRIORITY", "high"),
             ("DEFAULT_QUEUE", ""),
             ("DEFAULT_QUEUE", 5),
+            ("DEFAULT_QUEUE", "mail,sms"),
+            ("DEFAULT_QUEUE", "x" * 101),
             ("DATABASE", 5),
+            ("MAX_ATTEMPTS", 2.5),
+            ("BATCH_SIZE", 10.0),
+            ("SQLITE_TUNE", "yes"),
+            ("AUTODISCOVER", 1),
+            ("SQLITE_SYNCHRONOUS", "FAST"),
         ],
         ids=lambda v: repr(v),
     )
@@ -108,6 +129,8 @@ class TestSettingsCheck:
             ("DEFAULT_PRIORITY", -100),
             ("SQLITE_TUNE", False),
             ("AUTODISCOVER", False),
+            ("SQLITE_TRANSACTION_MODE", None),
+            ("SQLITE_TRANSACTION_MODE", "deferred"),
         ],
         ids=lambda v: repr(v),
     )
@@ -147,6 +170,17 @@ class TestSettingsCheck:
         call_command("check", stdout=out, stderr=io.StringIO())
         assert "no issues" in out.getvalue()
 
+    @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
+    def test_the_runtime_refuses_what_the_checks_refuse(self, setting: Setting) -> None:
+        """One parse function per setting serves the checks and get_settings()."""
+        bad = "" if setting.name != "SQLITE_SYNCHRONOUS" else "FAST"
+        assert ids(**{setting.name: bad}) != []
+        with (
+            override_settings(SQLQUEUE={setting.name: bad}),
+            pytest.raises(ImproperlyConfigured, match=setting.name),
+        ):
+            get_settings()
+
     def test_settings_are_read_afresh(self) -> None:
         with override_settings(SQLQUEUE={"LEASE_SECONDS": 90}):
             conf = get_settings()
@@ -167,3 +201,48 @@ class TestDatabaseCheck:
         out = io.StringIO()
         call_command("check", "--database", alias, stdout=out, stderr=io.StringIO())
         assert "no issues" in out.getvalue()
+
+
+class TestSettingsPage:
+    """docs/settings.md documents exactly the settings of the table, with their defaults."""
+
+    PAGE = (Path(__file__).resolve().parents[1] / "docs" / "settings.md").read_text()
+
+    @staticmethod
+    def literal(value: Any) -> str:
+        return json.dumps(value) if isinstance(value, str) else repr(value)
+
+    def summary_rows(self) -> dict[str, tuple[str, str]]:
+        rows = re.findall(r"^\| \[`(\w+)`\]\(#\w+\) \| (.+?) \| (.+?) \|$", self.PAGE, re.M)
+        return {name: (default, short) for name, default, short in rows}
+
+    def test_the_summary_lists_every_setting_with_its_default_and_line(self) -> None:
+        rows = self.summary_rows()
+        assert set(rows) == {setting.name for setting in SETTINGS}
+        for setting in SETTINGS:
+            default, short = rows[setting.name]
+            assert default.startswith(f"`{self.literal(setting.default)}`"), setting.name
+            assert short == setting.doc, setting.name
+
+    def test_the_misspelling_example_shows_the_check_s_own_hint(self) -> None:
+        (shown,) = re.findall(r"^\tHINT: (Did you mean 'LEASE_SECONDS'.*)$", self.PAGE, re.M)
+        assert shown == unknown_setting("LEASE_SECOND").hint
+
+    def test_every_setting_has_a_section_stating_its_default(self) -> None:
+        sections = dict(re.findall(r"^### `(\w+)`\n\nDefault: (.+)$", self.PAGE, re.M))
+        assert set(sections) == {setting.name for setting in SETTINGS}
+        for setting in SETTINGS:
+            assert sections[setting.name].startswith(f"`{self.literal(setting.default)}`")
+
+
+class TestClockCheck:
+    def test_local_wall_clock_times_are_warned_of(self) -> None:
+        with override_settings(USE_TZ=False, TIME_ZONE="Europe/Paris"):
+            (warning,) = check_clock()
+        assert warning.id == "django_sqlqueue.W030"
+        assert "daylight saving" in warning.msg and "USE_TZ = True" in warning.hint
+
+    @pytest.mark.parametrize(("use_tz", "zone"), [(True, "Europe/Paris"), (False, "UTC")])
+    def test_utc_storage_is_fine(self, use_tz: bool, zone: str) -> None:
+        with override_settings(USE_TZ=use_tz, TIME_ZONE=zone):
+            assert check_clock() == []

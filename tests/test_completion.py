@@ -8,12 +8,17 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from django_sqlqueue import services
-from django_sqlqueue.completion import Completer
+from django_sqlqueue import transitions
+from django_sqlqueue.databases import queue_database
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import Status
 
 pytestmark = pytest.mark.django_db
+
+
+def recovered(failed: int = 0, dead: int = 0, cancelled: int = 0) -> dict[str, int]:
+    """What recover_expired_leases() reports."""
+    return {"failed": failed, "dead": dead, "cancelled": cancelled}
 
 
 def test_records_each_job_with_its_result_and_history(make_job: Any, claim: Any, alias: str):
@@ -22,7 +27,9 @@ def test_records_each_job_with_its_result_and_history(make_job: Any, claim: Any,
     results = [None, {"total": 3}, None, [1, "two"]]
     now = timezone.now()
 
-    recorded = Completer(alias).complete(list(zip(claimed, results, strict=True)), now)
+    recorded = (
+        queue_database(alias).completer().complete(list(zip(claimed, results, strict=True)), now)
+    )
 
     assert recorded == {j.pk for j in jobs}
     by_id = {c.id: r for c, r in zip(claimed, results, strict=True)}
@@ -44,13 +51,15 @@ def test_a_job_whose_lease_was_taken_is_not_overwritten(make_job: Any, claim: An
     first = claim("worker-a", limit=2, lease_seconds=1)
     later = timezone.now() + timedelta(seconds=5)
     # worker-a looks dead: its leases expire, `taken` is recovered and claimed by worker-b.
-    services.renew_leases("worker-a", [kept.pk], 600)
-    assert services.recover_expired_leases(now=later) == {"failed": 1, "dead": 0}
+    transitions.renew_leases("worker-a", [kept.pk], 600)
+    assert transitions.recover_expired_leases(now=later) == recovered(failed=1, dead=0)
     Job.objects.using(alias).filter(pk=taken.pk).update(run_at=timezone.now())
     [second] = claim("worker-b", limit=1)
     assert second.id == taken.pk
 
-    recorded = Completer(alias).complete([(job, "late") for job in first], timezone.now())
+    recorded = (
+        queue_database(alias).completer().complete([(job, "late") for job in first], timezone.now())
+    )
 
     assert recorded == {kept.pk}
     row = Job.objects.using(alias).get(pk=taken.pk)
@@ -60,12 +69,14 @@ def test_a_job_whose_lease_was_taken_is_not_overwritten(make_job: Any, claim: An
 
 
 def test_large_batches_are_split(make_job: Any, claim: Any, alias: str, monkeypatch: Any):
-    from django_sqlqueue import completion
+    from django_sqlqueue.databases import completing
 
-    monkeypatch.setattr(completion, "MAX_BATCH", 3)
+    monkeypatch.setattr(completing, "MAX_BATCH", 3)
     for _ in range(7):
         make_job()
     claimed = claim("worker-a", limit=7)
-    recorded = Completer(alias).complete([(job, None) for job in claimed], timezone.now())
+    recorded = (
+        queue_database(alias).completer().complete([(job, None) for job in claimed], timezone.now())
+    )
     assert len(recorded) == 7
     assert Job.objects.using(alias).filter(status=Status.COMPLETED).count() == 7

@@ -279,7 +279,7 @@ class TestNotify:
             pytest.skip("LISTEN/NOTIFY exists only on PostgreSQL")
         import psycopg
 
-        from django_sqlqueue.notify import CHANNEL
+        from django_sqlqueue.databases.postgresql import CHANNEL
 
         params = connections[alias].get_connection_params()
         params.pop("cursor_factory", None)

@@ -23,7 +23,7 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from django_sqlqueue import InvalidJobError, UnknownJobError, enqueue, job, services
+from django_sqlqueue import InvalidJobError, UnknownJobError, enqueue, job, operations
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import PRIORITY_MAX, PRIORITY_MIN, Status
 from tests.testapp.models import Execution
@@ -250,8 +250,11 @@ class TestAcceptedInputRunsThroughAWorker:
             assert done.result == {"args": args, "kwargs": kwargs}, name
             assert done.args == args and done.kwargs == kwargs, name
 
-    def test_ten_megabyte_payload(self, run_workers: Callable[..., str]) -> None:
+    def test_ten_megabyte_payload(self, run_workers: Callable[..., str], settings) -> None:
+        """Over MAX_ARGUMENTS_BYTES (1 MiB by default) it is refused; raised, it runs."""
         payload = "x" * (TEN_MB - 7) + "😀ünï"
+        refused(lambda: size.enqueue(payload), "MAX_ARGUMENTS_BYTES", str(1024 * 1024))
+        settings.SQLQUEUE = {**settings.SQLQUEUE, "MAX_ARGUMENTS_BYTES": 2 * TEN_MB}
         big = size.enqueue(payload)
         run_workers()
         done = finished(big)
@@ -297,7 +300,7 @@ class TestAcceptedInputRunsThroughAWorker:
         assert finished(past).status == Status.COMPLETED
         waiting = finished(future)
         assert (waiting.status, waiting.run_at) == (Status.PENDING, future_at)
-        services.run_now([future.pk])
+        operations.run_now_many([future.pk])
         run_workers()
         assert finished(future).status == Status.COMPLETED
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from django_sqlqueue import services
+from django_sqlqueue import operations
 from django_sqlqueue.models import Job
 from tests.testapp.jobs import add, noop
 from tests.testapp.models import Order
@@ -55,8 +55,8 @@ class TestOneProcess:
 
     def test_a_purged_job_frees_its_key(self, alias: str) -> None:
         first = noop.using(idempotency_key="purged").enqueue()
-        services.cancel([first.pk])
-        assert services.purge(services.purgeable()) == 1
+        operations.cancel_many([first.pk])
+        assert operations.purge(operations.purgeable()) == 1
         again = noop.using(idempotency_key="purged").enqueue()
         assert again.deduplicated is False
         assert again.pk != first.pk

@@ -30,12 +30,11 @@ from django.db import connections
 from django.utils import timezone
 
 import django_sqlqueue
-from django_sqlqueue import job, registry, services
-from django_sqlqueue.claimers import get_claimer
-from django_sqlqueue.claimers.base import Claimer
-from django_sqlqueue.completion import Completer
+from django_sqlqueue import job, operations, queries, registry, transitions
+from django_sqlqueue.databases import queue_database
+from django_sqlqueue.databases.claiming import Claimer
+from django_sqlqueue.databases.sqlite import SQLiteDatabase
 from django_sqlqueue.models import Job
-from django_sqlqueue.sqlite_tuning import tune_sqlite_connection
 from django_sqlqueue.states import Status
 
 PACKAGE = Path(django_sqlqueue.__file__).parent
@@ -47,12 +46,10 @@ SQL_TEXT = re.compile(
 
 #: Every expression interpolated into SQL-looking text, by module, and why it is safe.
 REVIEWED: dict[str, dict[str, str]] = {
-    "claimers/base.py": {
-        "quote(column)": "quote_name of the CLAIM_COLUMNS constants",
-        "f\"'{s.value}'\"": "the Status constants of CLAIMABLE",
+    "databases/claiming.py": {
+        "', '.join((f\"'{s.value}'\" for s in CLAIMABLE))": "the Status constants of CLAIMABLE",
         "', '.join(['%s'] * len(queues))": "placeholders; the queue names are parameters",
         "Status.RUNNING.value": "a Status constant",
-        "', '.join((f\"'{s.value}'\" for s in CLAIMABLE))": "the Status constants of CLAIMABLE",
         "self.table": "quote_name of the model's table",
         "assignments": "Claimer.running_assignments: constants and placeholders",
         "self.index_hint(queues)": "empty, or SQLiteClaimer's constant INDEXED BY clause",
@@ -60,55 +57,111 @@ REVIEWED: dict[str, dict[str, str]] = {
         "queue_sql": "Claimer.queue_filter: placeholders only",
         "self.lock_clause": "a class constant: empty or FOR UPDATE SKIP LOCKED",
         "self.columns": "quoted constant column names",
+        "Status.PENDING.value": "a Status constant",
+        "self.row_values_prefix": "a class constant: '' or 'VALUES '",
+        "pairs": "pairs of placeholders",
+        "self.unclaim_returning": "a class constant: empty, or pg_notify of the constant channel",
+        "candidates": "Claimer.candidates: the reviewed parts above, placeholders for values",
+        "marks": "placeholders; the paused queue names are parameters",
+        "names_sql": "Claimer.names_filter: placeholders only",
+        "placeholders": "', '.join(['%s'] * len(queues)): the queue names are parameters",
+        "', '.join(['%s'] * len(self.names))": "placeholders; the job names are parameters",
+        "due": "Claimer._hand_back: empty, or a constant SET with a placeholder",
+        "returning": "Claimer._hand_back: empty, or the class constant unclaim_returning",
+        "parked": "Claimer.wake: a Status constant and a placeholder for the parked owner",
     },
-    "claimers/mysql.py": {
+    "databases/mysql.py": {
+        "flow_table": "QueueDatabase.flow_key_names: a quoted constant table name",
+        "key_column": "QueueDatabase.flow_key_names: a quoted constant column name",
         "self.columns": "quoted constant column names (Claimer.__init__)",
         "self.table": "quote_name of the model's table",
         "queue_sql": "Claimer.queue_filter: placeholders only",
         "assignments": "Claimer.running_assignments: constants and placeholders",
         "placeholders": "', '.join(['%s'] * len(ids))",
+        "quote(table)": "quote_name of the rollup model's table",
+        "names": "quoted constant column names (rollups.KEYS and SUMS)",
+        "values": "rows of placeholders",
+        "sums": "quoted constant column names (rollups.SUMS)",
+        "quote(c)": "quote_name of a constant column name (rollups.SUMS)",
     },
-    "claimers/sqlite.py": {
+    "testing/running.py": {
+        "sql": "Claimer.queue_filter of the vendor's claimer: placeholders only",
+        "placeholders": "', '.join(['%s'] * len(names)): the job names are parameters",
+    },
+    "databases/sqlite.py": {
         "'sqlqueue_claim_queue' if queues else 'sqlqueue_claim_any'": "two constant index names",
+        "int(conf.sqlite_busy_timeout * 1000)": "an int",
+        "synchronous": "checked against SQLITE_SYNCHRONOUS_MODES before use (tested below)",
+        "sqlite3.sqlite_version": "an error message, not SQL",
     },
-    "completion.py": {
+    "databases/completing.py": {
+        "self.assignments()": "Completer.assignments: constants, placeholders, from_clause",
+        "self.assignments(from_clause)": "Completer.assignments: constants and placeholders",
+        "tail": "a class constant: empty, or PostgreSQL's constant set_config subquery",
         "self.table": "quote_name of the model's table",
-        "self.history_sql": "HISTORY_APPEND[vendor]: constant SQL with placeholders",
+        "self.history_append": "a vendor class constant: JSON functions and placeholders",
         "Status.COMPLETED.value": "a Status constant",
         "Status.RUNNING.value": "a Status constant",
-        "result_sql": "'%s' or '%s::jsonb'",
-        "rows_sql": "pairs of placeholders",
+        "self.json_placeholder": "a class constant: '%s' or '%s::jsonb'",
+        "self.row_values_prefix": "a class constant: '' or 'VALUES '",
         "pairs": "pairs of placeholders",
         "', '.join(['%s'] * len(jobs))": "placeholders",
-        "', '.join(['(%s, %s)'] * len(jobs))": "placeholders",
         "sql": "the statement built above from the reviewed parts",
-        "_ENTRY_FIELDS.format(started='started_at')": "constant SQL",
-        "_ENTRY_FIELDS.format(started=\"replace(started_at, ' ', 'T') || %s\")": "constant SQL",
-        "_ENTRY_FIELDS.format(started=\"CONCAT(REPLACE(CAST(started_at AS CHAR), ' ', 'T'), "
-        '%s)")': "constant SQL",
     },
-    "insertion.py": {
+    "databases/inserting.py": {
         "ops.quote_name(Job._meta.db_table)": "a quoted identifier",
         "', '.join(map(ops.quote_name, INSERT_COLUMNS))": "quoted constant column names",
-        "cast": "'' or '::jsonb'",
+        "', '.join(map(ops.quote_name, INSERT_COLUMNS + FLOW_COLUMNS))": "quoted constant names",
+        "self.returning_extra": "a class constant: empty, or pg_notify of the constant channel",
+    },
+    "databases/postgresql.py": {
         "CHANNEL": "the constant NOTIFY channel name",
-        "self.prefix": "INSERT INTO and quoted identifiers",
-        "', '.join([self.row_sql] * len(chunk))": "rows of placeholders",
-        "self.returning_sql": "RETURNING id, and pg_notify of the constant channel",
         "self.prefix.removesuffix(' VALUES ')": "INSERT INTO and quoted identifiers",
         "selected": "quoted constant column names and constant SQL literals",
         "record": "quoted constant column names with the constant types of JSON_ROW_TYPES",
-    },
-    "table_statistics.py": {
+        "self.returning_sql": "RETURNING id, and pg_notify of the constant channel",
         "LOCK_TIMEOUT_MS": "an int constant",
         "table": "quote_name of the job table's name",
+        "self.table": "quote_name of the model's table",
+        "self.claimable_sql": "status constants (Claimer.__init__)",
+        "self.lock_clause": "a class constant: FOR UPDATE SKIP LOCKED",
+        "columns": "constant column lists of the callers (ctid, priority, run_at, id)",
+        "branch": "queue_walk: quoted table, status constants, placeholders",
+        "index": "an int",
+        "branches": "copies of `branch` joined by UNION ALL",
+        "assignments": "Claimer.running_assignments: constants and placeholders",
+        "candidates": "PostgreSQLClaimer.candidates: the reviewed parts, placeholders for values",
+        "self.columns": "quoted constant column names (Claimer.__init__)",
+        "paused_sql": "Claimer.excluded_filter: placeholders only",
+        "only_sql": "Claimer.names_filter: placeholders only",
+        "self.names_filter()[0]": "Claimer.names_filter: placeholders only",
     },
-    "sqlite_tuning.py": {
-        "int(conf.sqlite_busy_timeout * 1000)": "an int",
-        "synchronous": "checked against SYNCHRONOUS_MODES before use (tested below)",
+    "flow/paused.py": {"table": "quote_name of the QueueState model's table"},
+    "databases/postgresql_pooling.py": {
+        "CHANNEL": "the constant LISTEN channel name",
+        "alias": "a check message, not SQL",
     },
-    "waiting.py": {"CHANNEL": "the constant NOTIFY channel name"},
-    "notify.py": {"CHANNEL": "the constant NOTIFY channel name"},
+    "databases/base.py": {
+        "flow_table": "QueueDatabase.flow_key_names: a quoted constant table name",
+        "key_column": "QueueDatabase.flow_key_names: a quoted constant column name",
+        "connection.display_name": "an error message, not SQL",
+        "alias": "an error message, not SQL",
+        "quote(table)": "quote_name of the rollup model's table",
+        "names": "quoted constant column names (rollups.KEYS and SUMS)",
+        "values": "rows of placeholders",
+        "conflict": "quoted constant column names (rollups.KEYS)",
+        "sums": "quoted constant column names (rollups.SUMS)",
+        "', '.join((f\"'{s.value}'\" for s in CLAIMABLE))": "the Status constants of CLAIMABLE",
+    },
+    "metrics/state.py": {
+        "alias_name": "quote_name of a constant alias made from an int",
+        "table": "quote_name of the job table's name",
+        "status.value": "a Status constant",
+        "int(cap) + 1": "an int",
+        "quote(Job._meta.db_table)": "quote_name of the job table's name",
+        "queue_database(alias).claimable_condition()": "status constants, or claimable = 1",
+        "sql": "the statement built above from the reviewed parts",
+    },
     "admin/filters.py": {"table": "quote_name of the model's table"},
     "admin/summary.py": {
         "sql": "SQL Django's compiler made for a queryset (its values are parameters)",
@@ -116,11 +169,6 @@ REVIEWED: dict[str, dict[str, str]] = {
         "connection.ops.quote_name(f'c{index}')": "a quoted alias made from an int",
         "index": "an int",
         "', '.join(columns)": "subqueries compiled by Django, values as parameters",
-    },
-    "checks.py": {
-        "sqlite3.sqlite_version": "an error message, not SQL",
-        "connection.display_name": "an error message, not SQL",
-        "alias": "an error message, not SQL",
     },
 }
 
@@ -171,13 +219,13 @@ class TestNoSQLFromInput:
     def test_the_scan_finds_the_sql_it_must_review(self) -> None:
         """The scan is not blind: it sees the claimers' and the completer's statements."""
         found = {(module, expression) for module, _, expression in sql_interpolations()}
-        for module in ("claimers/base.py", "claimers/mysql.py"):
+        for module in ("databases/claiming.py", "databases/mysql.py"):
             assert (module, "self.table") in found
         assert (
-            "claimers/sqlite.py",
+            "databases/sqlite.py",
             "'sqlqueue_claim_queue' if queues else 'sqlqueue_claim_any'",
         ) in found
-        assert ("completion.py", "self.table") in found
+        assert ("databases/completing.py", "self.table") in found
 
     def test_every_interpolation_into_sql_was_reviewed(self) -> None:
         unreviewed = [
@@ -225,7 +273,7 @@ class TestNoSQLFromInput:
             vendor="sqlite", settings_dict={"NAME": str(path)}, connection=raw
         )
         with contextlib.suppress(Exception):  # refusing is fine; running it as SQL is not
-            tune_sqlite_connection(sender=None, connection=fake)
+            SQLiteDatabase.tune_connection(fake)
         assert raw.execute("SELECT name FROM sqlite_master WHERE name = 'victim'").fetchone()
         assert raw.execute("PRAGMA synchronous").fetchone()[0] in (0, 1, 2, 3)
         raw.close()
@@ -281,29 +329,31 @@ def test_a_whole_job_life_with_hostile_strings_sends_them_only_as_parameters(
     again = hostile_job.using(idempotency_key=HOSTILE).enqueue("again")
     assert again.deduplicated and again.pk == keyed.pk
     many = hostile_job.enqueue_many([{"x": HOSTILE}, {"y": HOSTILE}])
-    claimer = get_claimer(alias)
+    claimer = queue_database(alias).claimer()
     now = timezone.now() + timedelta(seconds=1)
 
     claimed = claimer.claim(HOSTILE_WORKER, [HOSTILE_QUEUE, "other"], 10, 60, now)
     assert {c.id for c in claimed} == {keyed.pk, *(j.pk for j in many)}
     first, second, third = sorted(claimed, key=lambda c: c.id)
-    assert services.renew_leases(HOSTILE_WORKER, [c.id for c in claimed], 60, alias=alias) == 3
-    assert Completer(alias).complete([(first, {"result": HOSTILE})], now) == {first.id}
-    assert services.fail(second, HOSTILE, HOSTILE, started_at=now, alias=alias) == Status.FAILED
-    assert services.release(third, HOSTILE, alias=alias)
+    assert transitions.renew_leases(HOSTILE_WORKER, [c.id for c in claimed], 60, alias=alias) == 3
+    assert queue_database(alias).completer().complete([(first, {"result": HOSTILE})], now) == {
+        first.id
+    }
+    assert transitions.fail(second, HOSTILE, HOSTILE, started_at=now, alias=alias) == Status.FAILED
+    assert transitions.release(third, HOSTILE, alias=alias)
     again_claimed = claimer.claim(HOSTILE_WORKER, [HOSTILE_QUEUE], 2, 60, now + timedelta(hours=1))
     assert {c.id for c in again_claimed} == {second.id, third.id}
-    services.recover_worker(HOSTILE_WORKER, HOSTILE, running=again_claimed[0].id, alias=alias)
-    services.recover_expired_leases(alias=alias, now=now + timedelta(days=1))
-    assert services.requeue([first.id], alias=alias) == 1
-    assert services.cancel([second.id], alias=alias) == 1
-    assert services.run_now([first.id, third.id], alias=alias) == 2
-    assert services.status_summary(HOSTILE_QUEUE, alias=alias)["cancelled"] == 1
-    services.status_summary_by_queue(alias=alias)
+    transitions.recover_worker(HOSTILE_WORKER, HOSTILE, running=again_claimed[0].id, alias=alias)
+    transitions.recover_expired_leases(alias=alias, now=now + timedelta(days=1))
+    assert operations.requeue_many([first.id], alias=alias).changed == 1
+    assert operations.cancel_many([second.id], alias=alias).changed == 1
+    assert operations.run_now_many([first.id, third.id], alias=alias).changed == 2
+    assert queries.status_summary(HOSTILE_QUEUE, alias=alias)["cancelled"] == 1
+    queries.status_summary_by_queue(alias=alias)
     out = io.StringIO()
     call_command("jobstatus", "--queue", HOSTILE_QUEUE, stdout=out)
     call_command("purgejobs", "--days", "0", "--queue", HOSTILE_QUEUE, "--dry-run", stdout=out)
-    purged = services.purge(services.purgeable(queue=HOSTILE_QUEUE, alias=alias))
+    purged = operations.purge(operations.purgeable(queue=HOSTILE_QUEUE, alias=alias))
 
     _assert_parameters_only(statements)
     assert purged == 1  # the cancelled job, and only it

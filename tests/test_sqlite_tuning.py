@@ -1,7 +1,9 @@
-"""Django's default SQLite settings work for a queue: the app turns on WAL and a busy timeout."""
+"""Django's default SQLite settings work for a queue: the app turns on WAL, a busy timeout and
+transactions that take the write lock when they begin."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,3 +90,66 @@ def test_in_memory_databases_are_left_alone(fresh_connection: Any) -> None:
     """WAL is meaningless in memory; the tuning must not fail there."""
     connection = fresh_connection(":memory:")
     assert pragma(connection, "journal_mode") == "memory"
+
+
+def test_transactions_take_the_write_lock_when_they_begin(fresh_connection: Any) -> None:
+    """Django's default (DEFERRED) would fail a read-then-write transaction beside busy
+    workers; tests/test_sqlite_busy_project.py shows it with real processes."""
+    assert fresh_connection().transaction_mode == "IMMEDIATE"
+
+
+def test_the_transaction_mode_follows_the_setting(fresh_connection: Any, settings: Any) -> None:
+    settings.SQLQUEUE = {**settings.SQLQUEUE, "SQLITE_TRANSACTION_MODE": "exclusive"}
+    assert fresh_connection().transaction_mode == "EXCLUSIVE"
+
+
+def test_none_leaves_djangos_default(fresh_connection: Any, settings: Any) -> None:
+    settings.SQLQUEUE = {**settings.SQLQUEUE, "SQLITE_TRANSACTION_MODE": None}
+    assert fresh_connection().transaction_mode is None
+
+
+@pytest.mark.parametrize("chosen", ["DEFERRED", "EXCLUSIVE", None])
+def test_the_projects_own_transaction_mode_wins(
+    alias: str, tmp_path: Path, chosen: str | None
+) -> None:
+    base = connections[alias]
+    options = {**base.settings_dict["OPTIONS"], "transaction_mode": chosen}
+    name = str(tmp_path / "own.sqlite3")
+    settings_dict = {**base.settings_dict, "NAME": name, "OPTIONS": options}
+    wrapper = type(base)(settings_dict, alias=f"{alias}-own-mode")
+    try:
+        wrapper.ensure_connection()
+        assert wrapper.transaction_mode == chosen
+        assert pragma(wrapper, "journal_mode") == "wal", "the rest of the tuning still applies"
+    finally:
+        wrapper.close()
+
+
+def test_tune_off_leaves_the_transaction_mode_too(fresh_connection: Any, settings: Any) -> None:
+    settings.SQLQUEUE = {**settings.SQLQUEUE, "SQLITE_TUNE": False}
+    assert fresh_connection().transaction_mode is None
+
+
+def test_every_new_connection_gets_it_again(fresh_connection: Any) -> None:
+    """Django resets the mode from OPTIONS at each connect; the app sets it again."""
+    connection = fresh_connection()
+    connection.close()
+    connection.ensure_connection()
+    assert connection.transaction_mode == "IMMEDIATE"
+
+
+def test_a_transaction_holds_the_write_lock_before_it_writes(fresh_connection: Any) -> None:
+    """What IMMEDIATE changes: a transaction that has only begun already keeps other writers
+    out, so its own first write can never find the database changed under it."""
+    first = fresh_connection("shared.sqlite3")
+    with first.cursor() as cursor:
+        cursor.execute("CREATE TABLE t (x)")
+    second = fresh_connection("shared.sqlite3")
+    second.connection.execute("PRAGMA busy_timeout = 0")
+    first._start_transaction_under_autocommit()  # what atomic() runs on SQLite
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            second.connection.execute("INSERT INTO t VALUES (1)")
+    finally:
+        first.connection.execute("ROLLBACK")
+    second.connection.execute("INSERT INTO t VALUES (1)")

@@ -1,9 +1,10 @@
 """Property-based tests of the job state machine: the pure rules, then the real database.
 
 The database part drives random sequences of claim / complete / fail / release / lease
-expiry / worker death / requeue / cancel / run-now / purge through services.py, the vendor's
-claimer and the batch completer, with several workers and a logical clock. After every step
-it compares the whole table before and after against what the step may do:
+expiry / worker death / requeue / cancel / run-now / purge through transitions.py and
+operations.py, the vendor's claimer and the batch completer, with several workers and a
+logical clock. After every step it compares the whole table before and after against what
+the step may do:
 - every status change is an arrow of states.TRANSITIONS;
 - no job disappears except finished ones, by a purge;
 - a claim hands out exactly the due jobs, best first;
@@ -26,13 +27,13 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from django_sqlqueue import services
+from django_sqlqueue import operations, transitions
 from django_sqlqueue.backoff import MAX_DELAY, Backoff, compute_delay
-from django_sqlqueue.claimed import ClaimedJob
-from django_sqlqueue.claimers import Claimer
-from django_sqlqueue.completion import Completer
+from django_sqlqueue.databases import queue_database
+from django_sqlqueue.databases.claiming import Claimer
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import registry
+from django_sqlqueue.rows import ClaimedJob
 from django_sqlqueue.states import (
     CANCELLABLE,
     CLAIMABLE,
@@ -41,7 +42,7 @@ from django_sqlqueue.states import (
     TRANSITIONS,
     Status,
     can_transition,
-    outcome_of_failure,
+    status_after_failure,
     summarize,
 )
 
@@ -84,7 +85,10 @@ def test_every_status_can_still_finish_and_be_reached_from_pending(status: Statu
 @given(statuses)
 def test_status_groups_agree_with_the_arrows(status: Status) -> None:
     assert (status in CLAIMABLE) == can_transition(status, Status.RUNNING)
-    assert (status in CANCELLABLE) == can_transition(status, Status.CANCELLED)
+    # A running job reaches cancelled too, when its worker stops it on request.
+    assert (status in CANCELLABLE or status == Status.RUNNING) == can_transition(
+        status, Status.CANCELLED
+    )
     if status in REQUEUEABLE:
         assert can_transition(status, Status.PENDING)
     if status in FINISHED:
@@ -95,7 +99,7 @@ def test_status_groups_agree_with_the_arrows(status: Status) -> None:
 def test_a_failure_retries_exactly_while_attempts_are_left(
     attempts: int, max_attempts: int
 ) -> None:
-    outcome = outcome_of_failure(attempts, max_attempts)
+    outcome = status_after_failure(attempts, max_attempts)
     assert (outcome == Status.FAILED) == (attempts < max_attempts)
     assert can_transition(Status.RUNNING, outcome)
 
@@ -227,6 +231,19 @@ def note(what: str) -> None:
         event(what)
 
 
+def lost_attempt_status(row: dict[str, Any]) -> str:
+    """Where recovery sends a running job whose worker is gone: cancelled if someone asked
+    it to stop, else a retry or the dead letter."""
+    if row["cancel_requested_at"] is not None:
+        return Status.CANCELLED
+    return status_after_failure(row["attempts"], row["max_attempts"])
+
+
+def changed(bulk: Any) -> Any:
+    """A bulk operation as a count of the jobs it changed."""
+    return lambda ids, alias: bulk(ids, alias=alias).changed
+
+
 def snapshot(alias: str) -> dict[int, dict[str, Any]]:
     return {row["id"]: row for row in Job.objects.using(alias).values(*COLUMNS)}
 
@@ -271,7 +288,7 @@ class QueueRun:
     def __init__(self, alias: str, claimer: Claimer) -> None:
         self.alias = alias
         self.claimer = claimer
-        self.completer = Completer(alias)
+        self.completer = queue_database(alias).completer()
         self.clock: datetime = timezone.now()
         self.workers = Workers()
         self.noop = registry.get("tests.noop")
@@ -368,7 +385,7 @@ class QueueRun:
         self._report(
             before,
             self.workers.take(index),
-            lambda h: services.complete(
+            lambda h: transitions.complete(
                 h, {"ok": h.id}, self.clock, now=self.clock, alias=self.alias
             ),
             lambda row: Status.COMPLETED,
@@ -377,13 +394,15 @@ class QueueRun:
     def op_fail(self, before: dict, index: int, discard: bool) -> None:
         def outcome(row: dict[str, Any]) -> Status:
             return (
-                Status.DEAD if discard else outcome_of_failure(row["attempts"], row["max_attempts"])
+                Status.DEAD
+                if discard
+                else status_after_failure(row["attempts"], row["max_attempts"])
             )
 
         self._report(
             before,
             self.workers.take(index),
-            lambda h: services.fail(
+            lambda h: transitions.fail(
                 h, "boom", started_at=self.clock, discard=discard, now=self.clock, alias=self.alias
             ),
             outcome,
@@ -394,7 +413,7 @@ class QueueRun:
         self._report(
             before,
             handle,
-            lambda h: services.release(h, "handed back", alias=self.alias),
+            lambda h: transitions.release(h, "handed back", alias=self.alias),
             lambda row: Status.PENDING,
         )
         if handle is not None and owned(before.get(handle.id), handle):
@@ -420,7 +439,7 @@ class QueueRun:
         worker = self.workers.worker(slot)
         ids = [h.id for h in self.workers.unreported.get(worker, [])]
         held = {i for i in ids if owned(before.get(i), self._handle(worker, i))}
-        assert services.renew_leases(worker, ids, lease, alias=self.alias) == len(held)
+        assert transitions.renew_leases(worker, ids, lease, alias=self.alias) == len(held)
         after = snapshot(self.alias)
         for job_id in held:
             changed = {k for k in COLUMNS if after[job_id][k] != before[job_id][k]}
@@ -439,17 +458,16 @@ class QueueRun:
             for job_id, row in before.items()
             if row["status"] == Status.RUNNING and row["lease_expires_at"] < self.clock
         }
-        counts = services.recover_expired_leases(alias=self.alias, now=self.clock)
+        counts = transitions.recover_expired_leases(alias=self.alias, now=self.clock)
         after = snapshot(self.alias)
         assert sum(counts.values()) == len(expired)
         note(f"lease expiry recovered {min(len(expired), 2)}+ jobs")
         for job_id in expired:
             row = before[job_id]
-            assert after[job_id]["status"] == outcome_of_failure(
-                row["attempts"], row["max_attempts"]
-            )
+            assert after[job_id]["status"] == lost_attempt_status(row)
             assert after[job_id]["attempts"] == row["attempts"]  # the lost attempt is spent
-            assert after[job_id]["history"][-1]["outcome"] == "lost"
+            expected = "cancelled" if row["cancel_requested_at"] else "lost"
+            assert after[job_id]["history"][-1]["outcome"] == expected
         self.check_step(before, after, changed=expired)
 
     def op_worker_dies(self, before: dict, slot: int, was_running: bool) -> None:
@@ -462,12 +480,12 @@ class QueueRun:
             if r["status"] == Status.RUNNING and r["lease_owner"] == worker
         }
         running = handles[0].id if was_running and handles else 0
-        services.recover_worker(worker, "killed", running=running, alias=self.alias)
+        transitions.recover_worker(worker, "killed", running=running, alias=self.alias)
         after = snapshot(self.alias)
         for job_id in held:
             row, new = before[job_id], after[job_id]
             if job_id == running:
-                assert new["status"] == outcome_of_failure(row["attempts"], row["max_attempts"])
+                assert new["status"] == lost_attempt_status(row)
             else:
                 assert new["status"] == Status.PENDING
                 assert new["attempts"] == row["attempts"] - 1  # never started: not spent
@@ -489,17 +507,32 @@ class QueueRun:
         self.check_step(before, after, changed=eligible)
 
     def op_requeue(self, before: dict, mask: int) -> None:
-        self._bulk(before, mask, services.requeue, REQUEUEABLE, Status.PENDING)
+        self._bulk(before, mask, changed(operations.requeue_many), REQUEUEABLE, Status.PENDING)
 
     def op_cancel(self, before: dict, mask: int) -> None:
-        self._bulk(before, mask, services.cancel, CANCELLABLE, Status.CANCELLED)
+        """Waiting jobs are cancelled at once; running ones are asked to stop (their status
+        stays until their worker, or recovery, stops them)."""
+        ids = self._chosen(before, mask)
+        waiting = {i for i in ids if before[i]["status"] in CANCELLABLE}
+        asked = {
+            i
+            for i in ids
+            if before[i]["status"] == Status.RUNNING and before[i]["cancel_requested_at"] is None
+        }
+        done = operations.cancel_many(ids, alias=self.alias)
+        after = snapshot(self.alias)
+        assert (done.changed, done.stopping) == (len(waiting), len(asked))
+        assert all(after[i]["status"] == Status.CANCELLED for i in waiting)
+        assert all(after[i]["cancel_requested_at"] is not None for i in asked)
+        assert all(after[i]["status"] == Status.RUNNING for i in asked)
+        self.check_step(before, after, changed=waiting | asked)
 
     def op_run_now(self, before: dict, mask: int) -> None:
-        self._bulk(before, mask, services.run_now, CLAIMABLE, None)
+        self._bulk(before, mask, changed(operations.run_now_many), CLAIMABLE, None)
 
     def op_purge(self, before: dict, statuses: list[str]) -> None:
         expected = {i for i, r in before.items() if r["status"] in statuses}
-        deleted = services.purge(services.purgeable(statuses=statuses, alias=self.alias))
+        deleted = operations.purge(operations.purgeable(statuses=statuses, alias=self.alias))
         after = snapshot(self.alias)
         assert deleted == len(expected)
         self.check_step(before, after, changed=set(), purged=expected)

@@ -14,7 +14,7 @@ from django_sqlqueue.states import (
     Status,
     can_transition,
     format_summary,
-    outcome_of_failure,
+    status_after_failure,
     summarize,
 )
 
@@ -27,7 +27,7 @@ P, R, C, F, D, X = (
     Status.CANCELLED,
 )
 
-#: The arrows of DESIGN.md §3, written out independently of states.TRANSITIONS.
+#: The arrows of docs/states.md, written out independently of states.TRANSITIONS.
 ALLOWED = {
     (P, R),  # claim
     (P, X),  # cancel
@@ -38,6 +38,7 @@ ALLOWED = {
     (R, F),  # error with attempts left (or an expired lease)
     (R, D),  # attempts spent, discarded
     (R, P),  # released on shutdown
+    (R, X),  # stopped: cancelled while running
     (C, P),  # requeue
     (D, P),  # requeue
     (X, P),  # requeue
@@ -76,7 +77,7 @@ def test_status_groups_agree_with_the_transitions() -> None:
     assert all(can_transition(status, R) for status in CLAIMABLE)
     assert all(can_transition(status, X) for status in CANCELLABLE)
     assert all(can_transition(status, P) for status in REQUEUEABLE)
-    assert R not in CANCELLABLE, "a running job belongs to its worker"
+    assert R not in CANCELLABLE, "a running job is asked to stop, not cancelled at once"
     assert not set(CLAIMABLE) & set(FINISHED)
     # Only a requeue leaves a finished status.
     for status, target in itertools.product(FINISHED, Status):
@@ -87,8 +88,8 @@ def test_status_groups_agree_with_the_transitions() -> None:
     ("attempts", "max_attempts", "expected"),
     [(1, 5, F), (4, 5, F), (5, 5, D), (6, 5, D), (1, 1, D), (0, 1, F)],
 )
-def test_outcome_of_failure(attempts: int, max_attempts: int, expected: Status) -> None:
-    assert outcome_of_failure(attempts, max_attempts) == expected
+def test_status_after_failure(attempts: int, max_attempts: int, expected: Status) -> None:
+    assert status_after_failure(attempts, max_attempts) == expected
 
 
 class TestSummary:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from django_sqlqueue.table_statistics import StatisticsKeeper
+from django_sqlqueue.databases import queue_database
+from django_sqlqueue.databases.postgresql import AnalyzingKeeper
 from tests.testapp.jobs import noop
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,7 +57,7 @@ def test_a_burst_is_analysed_and_the_claim_walks_the_index(alias: str, postgres:
     noop.enqueue_many([{"n": n} for n in range(12_000)])
     flush_statistics(alias)
 
-    assert StatisticsKeeper(alias).refresh_if_stale() is True
+    assert AnalyzingKeeper(alias).refresh_if_stale() is True
 
     assert counted_rows(alias) == pytest.approx(12_000, rel=0.05)
     plan = claim_plan(alias)
@@ -70,7 +71,7 @@ def test_small_changes_are_left_to_autovacuum(alias: str, postgres: Any) -> None
     noop.enqueue_many([{"n": n} for n in range(150)])
     flush_statistics(alias)
 
-    keeper = StatisticsKeeper(alias, min_changed_rows=100, min_changed_share=0.5)
+    keeper = AnalyzingKeeper(alias, min_changed_rows=100, min_changed_share=0.5)
     assert keeper.refresh_if_stale() is False  # 150 changed: under half of 400
     assert counted_rows(alias) == pytest.approx(400, rel=0.05)
 
@@ -81,7 +82,7 @@ def test_small_changes_are_left_to_autovacuum(alias: str, postgres: Any) -> None
 
 
 def test_at_most_one_analysis_per_interval(alias: str, postgres: Any) -> None:
-    keeper = StatisticsKeeper(alias, min_changed_rows=10, min_interval=3600)
+    keeper = AnalyzingKeeper(alias, min_changed_rows=10, min_interval=3600)
     analyse(alias)
     noop.enqueue_many([{"n": n} for n in range(50)])
     flush_statistics(alias)
@@ -97,4 +98,4 @@ def test_other_databases_need_nothing(alias: str, vendor: str) -> None:
     if vendor == "postgresql":
         pytest.skip("PostgreSQL is the one that needs it")
     noop.enqueue_many([{"n": n} for n in range(20)])
-    assert StatisticsKeeper(alias, min_changed_rows=1).refresh_if_stale() is False
+    assert queue_database(alias).statistics_keeper().refresh_if_stale() is False

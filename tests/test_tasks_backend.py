@@ -29,14 +29,14 @@ if not TASKS:
         allow_module_level=True,
     )
 
-from django_sqlqueue import InvalidJobError, services
+from django_sqlqueue import InvalidJobError, operations, transitions
 from django_sqlqueue.backend import (
     InvalidTaskArguments,
     SQLQueueBackend,
     SQLQueueTask,
 )
 from django_sqlqueue.models import Job
-from django_sqlqueue.tasks_compat import (
+from django_sqlqueue.tasks.compat import (
     DECORATOR_PASSES_OPTIONS,
     InvalidTask,
     TaskResultDoesNotExist,
@@ -70,6 +70,13 @@ def enqueued_signals() -> Iterator[list[Any]]:
     task_enqueued.connect(receive)
     yield received
     task_enqueued.disconnect(receive)
+
+
+SUPERSCRIPT_DIGITS = str.maketrans(
+    "0123456789", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
+ARABIC_INDIC_DIGITS = str.maketrans("0123456789", "".join(chr(0x660 + d) for d in range(10)))
+FULLWIDTH_DIGITS = str.maketrans("0123456789", "".join(chr(0xFF10 + d) for d in range(10)))
 
 
 def row(result: Any, alias: str) -> Job:
@@ -109,6 +116,19 @@ class TestEnqueue:
         assert (job.queue, job.priority, job.run_at) == ("reports", -100, later)
         assert result.task.run_after == later
         assert tasks.add.using(priority=100).enqueue(1, 1).task.priority == 100
+
+    @pytest.mark.parametrize(
+        "offset",
+        [timedelta(days=-400), timedelta(minutes=-5), timedelta(microseconds=-1), None],
+    )
+    def test_run_after_reads_back_as_enqueued(self, alias: str, offset: Any) -> None:
+        """Past, future or none: the result read back equals the one enqueue() returned,
+        the framework's idiom `task.enqueue() == backend.get_result(id)`."""
+        when = None if offset is None else timezone.now() + offset
+        result = tasks.add.using(run_after=when).enqueue(1, 2)
+        read = task_backends["default"].get_result(result.id)
+        assert read.task.run_after == when
+        assert read == result
 
     def test_retry_options_come_from_the_task_then_the_backend_options(self, alias: str) -> None:
         assert row(tasks.always_fails.enqueue(), alias).max_attempts == 3
@@ -205,7 +225,7 @@ class TestGetResult:
         assert result.status == TaskResultStatus.RUNNING
         assert result.worker_ids == ["worker-a"]
         assert result.last_attempted_at is not None
-        services.complete(claimed, 5, started_at=timezone.now(), alias=alias)
+        transitions.complete(claimed, 5, started_at=timezone.now(), alias=alias)
         async_to_sync(result.arefresh)()
         assert result.status == TaskResultStatus.SUCCESSFUL
         assert result.return_value == 5
@@ -216,12 +236,13 @@ class TestGetResult:
     ) -> None:
         result = tasks.always_fails.enqueue()
         [claimed] = claim("worker-a")
-        services.fail(
+        transitions.fail(
             claimed,
             "TaskBroke: boom",
             "Traceback ...\ntests.tasksapp.tasks.TaskBroke: boom\n",
             started_at=timezone.now(),
             backoff=60,
+            exception="tests.tasksapp.tasks.TaskBroke",
             alias=alias,
         )
         result.refresh()
@@ -235,7 +256,7 @@ class TestGetResult:
 
     def test_cancelled_is_failed(self, alias: str) -> None:
         result = tasks.add.enqueue(2, 3)
-        services.cancel([int(result.id)], alias=alias)
+        operations.cancel_many([int(result.id)], alias=alias)
         result.refresh()
         assert result.status == TaskResultStatus.FAILED
         assert result.errors == []
@@ -247,6 +268,25 @@ class TestGetResult:
         tasks.add.enqueue(1, 1)
         with pytest.raises(TaskResultDoesNotExist):
             task_backends["default"].get_result(result_id)
+
+    @pytest.mark.parametrize(
+        "spell",
+        [
+            pytest.param(lambda i: "0" + i, id="leading-zero"),
+            pytest.param(lambda i: i.translate(SUPERSCRIPT_DIGITS), id="superscript"),
+            pytest.param(lambda i: i.translate(ARABIC_INDIC_DIGITS), id="arabic-indic"),
+            pytest.param(lambda i: i.translate(FULLWIDTH_DIGITS), id="fullwidth"),
+            pytest.param(lambda i: "9" * 5000, id="beyond-int-str-digits"),
+        ],
+    )
+    def test_only_the_issued_spelling_of_an_id_exists(self, spell: Callable[[str], str]) -> None:
+        """`int()` reads "007", Arabic-Indic and fullwidth digits as 7, and refuses
+        superscripts and 5,000 digits with ValueError: none of them is an id we issued."""
+        result = tasks.add.enqueue(1, 1)
+        backend = task_backends["default"]
+        assert backend.get_result(result.id) == result
+        with pytest.raises(TaskResultDoesNotExist):
+            backend.get_result(spell(result.id))
 
     def test_jobs_of_other_backends_are_not_results(self, alias: str) -> None:
         job = add_job.enqueue(1, 2)
@@ -301,9 +341,9 @@ class TestValidateTask:
     @pytest.mark.parametrize(
         ("option", "value", "message"),
         [
-            ("max_attempts", 0, "max_attempts must be at least 1"),
+            ("max_attempts", 0, "max_attempts must be between 1 and"),
             ("max_attempts", "3", "max_attempts must be an integer"),
-            ("timeout", -1, "timeout must be a positive number"),
+            ("timeout", -1, "timeout must be a number of seconds above 0"),
             ("backoff", "soon", "backoff must be"),
         ],
     )
@@ -331,7 +371,7 @@ class TestValidateTask:
         decorated = task(max_attempts=4, timeout=5, backoff=1.5)(tasks.undecorated)
         assert (decorated.max_attempts, decorated.timeout, decorated.backoff) == (4, 5, 1.5)
         assert row(decorated.enqueue(1), alias).max_attempts == 4
-        with pytest.raises(InvalidTask, match="max_attempts must be at least 1"):
+        with pytest.raises(InvalidTask, match="max_attempts must be between 1 and"):
             task(max_attempts=0)(tasks.undecorated)
 
     @pytest.mark.skipif(DECORATOR_PASSES_OPTIONS, reason="only Django 6.0 refuses them")
@@ -373,11 +413,47 @@ class TestCheck:
         [error] = backend_errors(queues=["default", "q" * 101])
         assert error.id == "django_sqlqueue.E103"
 
+    @pytest.mark.parametrize(
+        ("alias", "queues", "warned"),
+        [
+            ("default", ["mail"], True),
+            ("default", ["mail", "default"], False),
+            ("default", [], False),  # any queue
+            ("default", None, False),  # the framework's default: ["default"]
+            ("other", ["mail"], False),  # only tasks that name this backend use it
+        ],
+    )
+    def test_queues_without_default_are_a_warning(
+        self, alias: str, queues: list[str] | None, warned: bool
+    ) -> None:
+        params: dict[str, Any] = {"BACKEND": "django_sqlqueue.backend.SQLQueueBackend"}
+        if queues is not None:
+            params["QUEUES"] = queues
+        messages = list(SQLQueueBackend(alias, params).check())
+        assert [m.id for m in messages] == (["django_sqlqueue.W104"] if warned else [])
+        if warned:
+            assert isinstance(messages[0], checks.Warning)
+            assert "TASKS['default']['QUEUES'] does not include 'default'" in messages[0].msg
+            assert "Add 'default' to QUEUES" in messages[0].hint
+
     def test_app_must_be_installed(self) -> None:
         apps_without = [app for app in settings.INSTALLED_APPS if app != "django_sqlqueue"]
         with override_settings(INSTALLED_APPS=apps_without):
             errors = backend_errors()
         assert [e.id for e in errors] == ["django_sqlqueue.E102"]
+        assert errors[0].hint == "Add 'django_sqlqueue' to INSTALLED_APPS and run migrate."
+
+    def test_without_the_app_enqueue_and_get_result_name_the_fix(self) -> None:
+        """In a process where the app was never installed, Django would otherwise fail on the
+        Job model (test_tasks_checks_project.py shows it in a fresh process)."""
+        apps_without = [app for app in settings.INSTALLED_APPS if app != "django_sqlqueue"]
+        backend = task_backends["default"]
+        fix = "django_sqlqueue is not in INSTALLED_APPS. Add 'django_sqlqueue' to INSTALLED_APPS"
+        with override_settings(INSTALLED_APPS=apps_without):
+            with pytest.raises(ImproperlyConfigured, match=fix):
+                backend.enqueue(tasks.add, (1, 2), {})
+            with pytest.raises(ImproperlyConfigured, match=fix):
+                backend.get_result("1")
 
     @pytest.mark.django_db
     def test_system_checks_report_backend_errors(self) -> None:

@@ -1,17 +1,19 @@
-"""How a job's row reads as a TaskResult: the pure mapping in task_results, no database."""
+"""How a job's row reads as a TaskResult: the pure mapping in tasks.results, no database."""
 
 from __future__ import annotations
 
 import sys
-import traceback
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import Any
 
 import pytest
 
+from django_sqlqueue.attempts import AttemptOutcome
+from django_sqlqueue.rows import ClaimedJob
+from django_sqlqueue.runtime.runner import execute
 from django_sqlqueue.states import Status
-from django_sqlqueue.task_results import (
+from django_sqlqueue.tasks.results import (
     FRAMEWORK_STATUS,
     current_run,
     exception_class_path,
@@ -27,14 +29,6 @@ class Broken(Exception):
     pass
 
 
-def formatted(exc: BaseException) -> str:
-    """The traceback text the worker records for `exc`, raised for real."""
-    try:
-        raise exc
-    except BaseException:
-        return traceback.format_exc()
-
-
 def entry(
     attempt: int,
     outcome: str = "error",
@@ -43,7 +37,7 @@ def entry(
     tb: str = "",
     started: int = 0,
 ) -> dict[str, Any]:
-    """A history entry shaped as services.attempt_record writes it; times are T0 + minutes."""
+    """A history entry as written before `exception` was recorded; times are T0 + minutes."""
     return {
         "attempt": attempt,
         "worker": worker,
@@ -67,52 +61,106 @@ def test_every_job_status_has_a_framework_status() -> None:
     assert set(FRAMEWORK_STATUS) == {status.value for status in Status}
 
 
+class RaisingRunner:
+    """A runner whose code raises `exc`: what execute() records for it."""
+
+    timeout = None
+    backoff = None
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def call(self, job: ClaimedJob, worker_id: str, control: Any) -> Any:
+        raise self.exc
+
+    def finished(self, job: ClaimedJob, attempt: Any) -> None:
+        return None
+
+
+class ReturningRunner(RaisingRunner):
+    """A runner whose code returns `value`."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def call(self, job: ClaimedJob, worker_id: str, control: Any) -> Any:
+        return self.value
+
+
+def a_job() -> ClaimedJob:
+    return ClaimedJob(
+        id=1, name="x", queue="q", args=[], kwargs={}, attempts=1, max_attempts=3,
+        priority=0, run_at=T0, created_at=T0,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({1, 2}, "return value cannot be stored: type set"),
+        ({"a": [1, len]}, "return value['a'][1] cannot be stored: type builtin_function"),
+        (float("nan"), "return value cannot be stored: nan"),
+    ],
+)
+def test_a_return_value_that_cannot_be_stored_has_a_type_error_traceback(
+    value: Any, problem: str
+) -> None:
+    """Recorded as the framework's immediate backend records a serialiser's failure: the
+    TypeError's class path and its real traceback, not a bare sentence."""
+    attempt = execute(a_job(), ReturningRunner(value), "w1")
+    assert attempt.outcome is AttemptOutcome.BAD_RESULT
+    assert attempt.exception == "builtins.TypeError"
+    assert attempt.traceback.startswith("Traceback (most recent call last):\n")
+    last = attempt.traceback.rstrip().splitlines()[-1]
+    assert last.startswith("TypeError: The handler's ") and problem in last
+    assert problem in attempt.error
+
+
+def recorded_path(exc: BaseException) -> str:
+    """The exception path the worker records when a handler raises `exc`."""
+    return execute(a_job(), RaisingRunner(exc), "w1").exception
+
+
 class TestExceptionClassPath:
+    """The worker records the class of the exception that ended an attempt; results read it."""
+
     def test_builtin_exception(self) -> None:
-        tb = formatted(ValueError("bad value"))
-        assert exception_class_path(entry(1, error="ValueError: bad value", tb=tb)) == (
-            "builtins.ValueError"
-        )
+        assert recorded_path(ValueError("bad value")) == "builtins.ValueError"
 
     def test_exception_of_a_module_is_module_qualified(self) -> None:
-        tb = formatted(Broken("x"))
-        path = exception_class_path(entry(1, error="Broken: x", tb=tb))
-        assert path == f"{__name__}.Broken"
+        assert recorded_path(Broken("x")) == f"{__name__}.Broken"
 
     def test_chained_exception_names_the_one_raised_last(self) -> None:
-        def chained() -> None:
+        try:
             try:
                 raise KeyError("inner")
             except KeyError as exc:
                 raise Broken("outer") from exc
-
-        try:
-            chained()
-        except Broken:
-            tb = traceback.format_exc()
-        assert "KeyError" in tb
-        assert exception_class_path(entry(1, error="Broken: outer", tb=tb)).endswith(".Broken")
+        except Broken as outer:
+            assert recorded_path(outer) == f"{__name__}.Broken"
 
     def test_message_lines_that_look_like_exceptions_are_not_mistaken(self) -> None:
-        tb = formatted(Broken("first line\nValueError: second line"))
-        assert exception_class_path(entry(1, error="Broken: first line", tb=tb)).endswith(".Broken")
+        assert recorded_path(Broken("first line\nValueError: second line")).endswith(".Broken")
 
     @pytest.mark.skipif(sys.version_info < (3, 11), reason="ExceptionGroup is Python 3.11+")
-    def test_exception_group_falls_back_to_the_recorded_name(self) -> None:
-        tb = formatted(ExceptionGroup("group", [ValueError("x")]))  # noqa: F821 - 3.11+
-        error = "ExceptionGroup: group (1 sub-exception)"
-        assert exception_class_path(entry(1, error=error, tb=tb)) == "builtins.ExceptionGroup"
+    def test_exception_group(self) -> None:
+        group = ExceptionGroup("group", [ValueError("x")])  # noqa: F821 - 3.11+
+        assert recorded_path(group) == "builtins.ExceptionGroup"
+
+    def test_results_read_the_recorded_path(self) -> None:
+        recorded = {**entry(1, error="Broken: x"), "exception": "app.errors.Broken"}
+        assert exception_class_path(recorded) == "app.errors.Broken"
 
     @pytest.mark.parametrize(
         ("outcome", "path"),
         [
-            ("lost", "django_sqlqueue.task_results.WorkerLost"),
+            ("lost", "django_sqlqueue.exceptions.WorkerLost"),
             ("timeout", "django_sqlqueue.exceptions.JobTimeout"),
             ("retry", "django_sqlqueue.exceptions.Retry"),
             ("bad_result", "builtins.TypeError"),
         ],
     )
-    def test_attempts_without_a_traceback_are_named_by_outcome(
+    def test_entries_without_a_recorded_path_are_named_by_outcome(
         self, outcome: str, path: str
     ) -> None:
         error = "Worker w1 stopped renewing its lease (it crashed, was killed or hung)"
@@ -178,7 +226,10 @@ class TestResultFields:
     def test_completed_after_a_retry(self) -> None:
         done = T0 + timedelta(minutes=9)
         history = [
-            entry(1, error="Broken: x", tb=formatted(Broken("x")), worker="w1", started=1),
+            {
+                **entry(1, error="Broken: x", tb="Traceback …\nBroken: x", worker="w1", started=1),
+                "exception": f"{__name__}.Broken",
+            },
             entry(2, "completed", worker="w2", started=3),
         ]
         fields = result_fields(
@@ -242,18 +293,23 @@ class TestResultFields:
 
 
 @pytest.mark.parametrize(
-    ("kind", "goes_dead", "attempts", "expected"),
+    ("outcome", "attempts", "expected"),
     [
-        ("completed", False, 5, "completed"),
-        ("error", False, 1, "failed"),
-        ("error", False, 3, "dead"),
-        ("discard", True, 1, "dead"),
+        (AttemptOutcome.COMPLETED, 5, "completed"),
+        (AttemptOutcome.ERROR, 1, "failed"),
+        (AttemptOutcome.ERROR, 3, "dead"),
+        (AttemptOutcome.DISCARD, 1, "dead"),
+        (AttemptOutcome.UNKNOWN, 1, "dead"),
+        (AttemptOutcome.BAD_RESULT, 1, "dead"),
     ],
 )
-def test_status_after(kind: str, goes_dead: bool, attempts: int, expected: str) -> None:
-    assert status_after(kind, goes_dead, attempts, 3) == expected
+def test_status_after(outcome: AttemptOutcome, attempts: int, expected: str) -> None:
+    assert status_after(outcome, attempts, 3) == expected
 
 
-def test_run_after_only_when_later_than_the_enqueue() -> None:
+def test_run_after_unless_run_at_is_the_enqueue_time() -> None:
     assert run_after(T0, T0) is None
     assert run_after(T0 + timedelta(seconds=1), T0) == T0 + timedelta(seconds=1)
+    # A run_after in the past is kept: the result read back equals the one enqueued.
+    assert run_after(T0 - timedelta(minutes=5), T0) == T0 - timedelta(minutes=5)
+    assert run_after(T0 - timedelta(microseconds=1), T0) == T0 - timedelta(microseconds=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,9 @@ if not TASKS:
         allow_module_level=True,
     )
 
-from django_sqlqueue import services
+from django_sqlqueue import operations
 from django_sqlqueue.models import Job
-from django_sqlqueue.tasks_compat import TaskResultStatus, task_enqueued
+from django_sqlqueue.tasks.compat import TaskResultStatus, task_enqueued
 from tests.tasksapp import tasks
 from tests.tasksapp.recorders import SIGNAL_PREFIX
 from tests.testapp.jobs import add as add_job
@@ -159,8 +159,18 @@ def test_context_after_a_retry(run_workers: RunWorkers) -> None:
 
     result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL
-    assert result.return_value == {"attempt": 2, "id": result.id, "workers": 2, "errors": 1}
+    seen = result.return_value
+    assert {k: seen[k] for k in ("attempt", "id", "workers", "errors")} == {
+        "attempt": 2,
+        "id": result.id,
+        "workers": 2,
+        "errors": 1,
+    }
     assert [error.exception_class for error in result.errors] == [tasks.TaskBroke]
+    # The running attempt's start, as the task saw it, is the one its result keeps.
+    assert datetime.fromisoformat(seen["started_at"]) == result.started_at
+    assert datetime.fromisoformat(seen["last_attempted_at"]) == result.last_attempted_at
+    assert result.started_at < result.last_attempted_at
 
 
 def test_run_after_is_respected(run_workers: RunWorkers) -> None:
@@ -176,7 +186,7 @@ def test_run_after_is_respected(run_workers: RunWorkers) -> None:
     assert later.status == TaskResultStatus.READY
     assert (later.started_at, later.worker_ids) == (None, [])
 
-    services.run_now([int(later.id)])
+    operations.run_now_many([int(later.id)])
     run_workers()
 
     later.refresh()
@@ -250,7 +260,7 @@ def test_a_worker_dying_mid_task_fails_the_attempt(run_workers: RunWorkers) -> N
     result.refresh()
     assert result.status == TaskResultStatus.FAILED
     [error] = result.errors
-    assert error.exception_class_path == "django_sqlqueue.task_results.WorkerLost"
+    assert error.exception_class_path == "django_sqlqueue.exceptions.WorkerLost"
     assert "was lost" in error.traceback
     assert labels(result) == ["dies"]
     assert signals_of(result) == [("task_started:RUNNING", 1)]  # it never finished
@@ -268,19 +278,37 @@ def test_return_values_must_be_json(run_workers: RunWorkers) -> None:
     assert a_set.status == TaskResultStatus.FAILED
     assert len(a_set.errors) == 1  # not retried: the same code would return the same value
     assert a_set.errors[0].exception_class_path == "builtins.TypeError"
+    traceback = a_set.errors[0].traceback
+    assert traceback.startswith("Traceback (most recent call last):")
+    assert traceback.rstrip().splitlines()[-1].startswith("TypeError: The handler's return value")
 
 
 def test_jobs_a_worker_cannot_run_say_why(run_workers: RunWorkers) -> None:
     gone = Job.objects.create(name="tests.tasksapp.tasks.gone", backend="default")
+    no_module = Job.objects.create(name="tests.tasksapp.no_such_module.task", backend="default")
     not_a_task = Job.objects.create(name="tests.tasksapp.tasks.undecorated", backend="default")
     no_backend = Job.objects.create(name="tests.tasksapp.tasks.add", backend="removed")
 
     run_workers()
 
-    for job in (gone, not_a_task, no_backend):
+    for job in (gone, no_module, not_a_task, no_backend):
         job.refresh_from_db()
         assert job.status == Job.Status.DEAD
         assert job.attempts == 1  # dead at once: retrying would not help
+        [attempt] = job.history
+        assert attempt["outcome"] == "unknown"
+        assert attempt["traceback"].startswith("Traceback (most recent call last):")
     assert "'tests.tasksapp.tasks.gone' cannot be imported" in gone.last_error
     assert "is a function, not a Task" in not_a_task.last_error
     assert "TASKS['removed']" in no_backend.last_error
+    # Recorded as the exception loading the task raised, as any other failure would be.
+    assert gone.history[0]["exception"] == "builtins.ImportError"
+    assert no_module.history[0]["exception"] == "builtins.ModuleNotFoundError"
+    assert (
+        no_module.history[0]["traceback"]
+        .rstrip()
+        .endswith("ModuleNotFoundError: No module named 'tests.tasksapp.no_such_module'")
+    )
+    assert not_a_task.history[0]["exception"] == "builtins.ImportError"
+    # InvalidTaskBackend in django.tasks, InvalidTaskBackendError in the backport.
+    assert ".InvalidTaskBackend" in no_backend.history[0]["exception"]

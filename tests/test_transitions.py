@@ -1,4 +1,4 @@
-"""Every state change in services.py, driven through the vendor's real claimer.
+"""Every state change (transitions.py, operations.py), driven through the vendor's real claimer.
 
 Fencing is the point of most of these tests: a worker whose lease was taken away must not be
 able to write anything over what the job's new owner does.
@@ -16,16 +16,23 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from django_sqlqueue import services
+from django_sqlqueue import operations, queries, transitions
+from django_sqlqueue.attempts import AttemptOutcome
 from django_sqlqueue.backoff import Backoff
-from django_sqlqueue.claimed import ClaimedJob
 from django_sqlqueue.conf import get_settings
 from django_sqlqueue.models import Job
+from django_sqlqueue.rows import ClaimedJob
+from django_sqlqueue.runtime.runner import backoff_for
 from django_sqlqueue.states import Status
 
 pytestmark = pytest.mark.django_db
 
 Claim = Callable[..., list[ClaimedJob]]
+
+
+def recovered(failed: int = 0, dead: int = 0, cancelled: int = 0) -> dict[str, int]:
+    """What recover_expired_leases() reports."""
+    return {"failed": failed, "dead": dead, "cancelled": cancelled}
 
 
 def row(job: Job | ClaimedJob | int) -> Job:
@@ -60,6 +67,7 @@ class TestClaim:
         assert (claimed.attempts, claimed.priority, claimed.max_attempts) == (1, 3, 5)
         assert claimed.lease_owner == "worker-a"
         assert claimed.history == []
+        assert claimed.started_at == now  # as the row has it, without reading it back
         stored = row(job)
         assert stored.status == Status.RUNNING
         assert stored.attempts == 1
@@ -158,7 +166,7 @@ class TestComplete:
         [claimed] = claim("worker-a")
         started = row(job).started_at
         finished = timezone.now()
-        assert services.complete(claimed, {"sent": 3}, started, now=finished) is True
+        assert transitions.complete(claimed, {"sent": 3}, started, now=finished) is True
 
         stored = row(job)
         assert stored.status == Status.COMPLETED
@@ -178,9 +186,9 @@ class TestComplete:
     def test_completing_twice_is_refused(self, make_job: Any, claim: Claim) -> None:
         make_job()
         [claimed] = claim()
-        assert services.complete(claimed, 1, timezone.now()) is True
+        assert transitions.complete(claimed, 1, timezone.now()) is True
         before = snapshot(claimed)
-        assert services.complete(claimed, 2, timezone.now()) is False
+        assert transitions.complete(claimed, 2, timezone.now()) is False
         assert snapshot(claimed) == before
 
 
@@ -191,7 +199,7 @@ class TestFail:
         job = make_job(max_attempts=3)
         [claimed] = claim("worker-a")
         now = timezone.now()
-        status = services.fail(
+        status = transitions.fail(
             claimed, "ValueError: boom", "Traceback ...", started_at=now, now=now
         )
         assert status == Status.FAILED
@@ -218,7 +226,7 @@ class TestFail:
         [claimed] = claim()
         assert claimed.attempts == attempt
         now = timezone.now()
-        services.fail(claimed, "boom", started_at=now, now=now)
+        transitions.fail(claimed, "boom", started_at=now, now=now)
         low, high = get_settings().backoff.bounds(attempt)
         delay = (row(job).run_at - now).total_seconds()
         assert low <= delay <= high
@@ -228,14 +236,14 @@ class TestFail:
         [claimed] = claim()
         now = timezone.now()
         backoff = Backoff(base=10, cap=1000, jitter=0)
-        services.fail(claimed, "boom", started_at=now, backoff=backoff, now=now)
+        transitions.fail(claimed, "boom", started_at=now, backoff=backoff, now=now)
         assert row(job).run_at == now + timedelta(seconds=40)  # 10 * 2**(3 - 1)
 
     def test_retry_delay_replaces_the_backoff(self, make_job: Any, claim: Claim) -> None:
         job = make_job()
         [claimed] = claim()
         now = timezone.now()
-        status = services.fail(
+        status = transitions.fail(
             claimed, "not yet", started_at=now, retry_delay=7.5, outcome="retry", now=now
         )
         assert status == Status.FAILED
@@ -246,7 +254,7 @@ class TestFail:
     def test_failed_job_is_not_claimed_before_its_retry(self, make_job: Any, claim: Claim) -> None:
         make_job()
         [claimed] = claim()
-        services.fail(claimed, "boom", started_at=None, retry_delay=60)
+        transitions.fail(claimed, "boom", started_at=None, retry_delay=60)
         assert claim() == []
         assert [c.id for c in claim(now=later(61))] == [claimed.id]
 
@@ -255,7 +263,7 @@ class TestFail:
         [claimed] = claim("worker-b")
         now = timezone.now()
         run_at_before = row(job).run_at
-        assert services.fail(claimed, "final", started_at=now, now=now) == Status.DEAD
+        assert transitions.fail(claimed, "final", started_at=now, now=now) == Status.DEAD
         stored = row(job)
         assert stored.status == Status.DEAD
         assert stored.finished_at == now
@@ -267,25 +275,25 @@ class TestFail:
     def test_retry_delay_cannot_save_the_last_attempt(self, make_job: Any, claim: Claim) -> None:
         make_job(max_attempts=1)
         [claimed] = claim()
-        assert services.fail(claimed, "again", started_at=None, retry_delay=1) == Status.DEAD
+        assert transitions.fail(claimed, "again", started_at=None, retry_delay=1) == Status.DEAD
 
     def test_discard_goes_dead_with_attempts_left(self, make_job: Any, claim: Claim) -> None:
         job = make_job(max_attempts=5)
         [claimed] = claim()
-        status = services.fail(
-            claimed, "obsolete", started_at=None, discard=True, outcome="discarded"
+        status = transitions.fail(
+            claimed, "obsolete", started_at=None, discard=True, outcome=AttemptOutcome.DISCARD
         )
         assert status == Status.DEAD
         stored = row(job)
         assert (stored.status, stored.attempts) == (Status.DEAD, 1)
         assert stored.finished_at is not None
-        assert stored.history[-1]["outcome"] == "discarded"
+        assert stored.history[-1]["outcome"] == "discard"
 
     def test_history_accumulates_over_attempts(self, make_job: Any, claim: Claim) -> None:
         job = make_job(max_attempts=3)
         for attempt, worker in enumerate(["w1", "w2", "w3"], start=1):
             [claimed] = claim(worker, now=later(attempt * 100))
-            services.fail(claimed, f"error {attempt}", started_at=None)
+            transitions.fail(claimed, f"error {attempt}", started_at=None)
         stored = row(job)
         assert stored.status == Status.DEAD
         assert [e["attempt"] for e in stored.history] == [1, 2, 3]
@@ -296,7 +304,7 @@ class TestFail:
         """A callable backoff may return any number; the job must still leave `running`."""
         job = make_job(max_attempts=5)
         [claimed] = claim()
-        status = services.fail(claimed, "boom", started_at=None, backoff=lambda n: 1e12)
+        status = transitions.fail(claimed, "boom", started_at=None, backoff=lambda n: 1e12)
         assert status in (Status.FAILED, Status.DEAD)
         assert row(job).status == status
 
@@ -308,7 +316,7 @@ class TestRelease:
         job = make_job(max_attempts=1, run_at=ago(100))
         [claimed] = claim("worker-a")
         before = timezone.now()
-        assert services.release(claimed, "worker shutting down") is True
+        assert transitions.release(claimed, "worker shutting down") is True
         stored = row(job)
         assert stored.status == Status.PENDING
         assert stored.attempts == 0
@@ -330,8 +338,8 @@ class TestFencing:
         """(zombie's claim, new owner's claim) of one job whose first lease expired."""
         make_job(max_attempts=5)
         [zombie] = claim("zombie", lease_seconds=1)
-        counts = services.recover_expired_leases(now=later(2))
-        assert counts == {"failed": 1, "dead": 0}
+        counts = transitions.recover_expired_leases(now=later(2))
+        assert counts == recovered(failed=1, dead=0)
         [owner] = claim("owner", now=later(3600))
         assert owner.id == zombie.id
         assert owner.attempts == 2
@@ -340,27 +348,27 @@ class TestFencing:
     def test_complete_from_the_zombie_changes_nothing(self, stolen: Any) -> None:
         zombie, owner = stolen
         before = snapshot(owner)
-        assert services.complete(zombie, "late", timezone.now()) is False
+        assert transitions.complete(zombie, "late", timezone.now()) is False
         assert snapshot(owner) == before
         assert row(owner).lease_owner == "owner"
 
     def test_fail_from_the_zombie_changes_nothing(self, stolen: Any) -> None:
         zombie, owner = stolen
         before = snapshot(owner)
-        assert services.fail(zombie, "late error", started_at=None) is None
-        assert services.fail(zombie, "late discard", started_at=None, discard=True) is None
+        assert transitions.fail(zombie, "late error", started_at=None) is None
+        assert transitions.fail(zombie, "late discard", started_at=None, discard=True) is None
         assert snapshot(owner) == before
 
     def test_release_from_the_zombie_changes_nothing(self, stolen: Any) -> None:
         zombie, owner = stolen
         before = snapshot(owner)
-        assert services.release(zombie, "zombie shutting down") is False
+        assert transitions.release(zombie, "zombie shutting down") is False
         assert snapshot(owner) == before
 
     def test_the_new_owner_still_finishes(self, stolen: Any) -> None:
         zombie, owner = stolen
-        services.complete(zombie, "late", timezone.now())
-        assert services.complete(owner, "on time", timezone.now()) is True
+        transitions.complete(zombie, "late", timezone.now())
+        assert transitions.complete(owner, "on time", timezone.now()) is True
         stored = row(owner)
         assert (stored.status, stored.result) == (Status.COMPLETED, "on time")
         assert [e["worker"] for e in stored.history] == ["zombie", "owner"]
@@ -372,20 +380,20 @@ class TestFencing:
         """A worker id alone is not enough: the attempt number fences a restarted worker too."""
         make_job(max_attempts=5)
         [old] = claim("worker-a", lease_seconds=1)
-        services.recover_expired_leases(now=later(2))
+        transitions.recover_expired_leases(now=later(2))
         [new] = claim("worker-a", now=later(3600))
         before = snapshot(new)
-        assert services.complete(old, "stale", timezone.now()) is False
-        assert services.fail(old, "stale", started_at=None) is None
+        assert transitions.complete(old, "stale", timezone.now()) is False
+        assert transitions.fail(old, "stale", started_at=None) is None
         assert snapshot(new) == before
 
     def test_after_completion_the_owner_cannot_fail_it(self, make_job: Any, claim: Claim) -> None:
         make_job()
         [claimed] = claim()
-        services.complete(claimed, None, timezone.now())
+        transitions.complete(claimed, None, timezone.now())
         before = snapshot(claimed)
-        assert services.fail(claimed, "too late", started_at=None) is None
-        assert services.release(claimed, "too late") is False
+        assert transitions.fail(claimed, "too late", started_at=None) is None
+        assert transitions.release(claimed, "too late") is False
         assert snapshot(claimed) == before
 
     def test_cancelled_job_cannot_be_completed_by_a_stale_claim(
@@ -394,10 +402,10 @@ class TestFencing:
         make_job()
         [claimed] = claim()
         # A person requeues and cancels the job while the stale claim lives on.
-        services.release(claimed, "shutdown")
-        assert services.cancel([claimed.id]) == 1
+        transitions.release(claimed, "shutdown")
+        assert operations.cancel_many([claimed.id]).changed == 1
         before = snapshot(claimed)
-        assert services.complete(claimed, "ghost", timezone.now()) is False
+        assert transitions.complete(claimed, "ghost", timezone.now()) is False
         assert snapshot(claimed) == before
 
 
@@ -405,11 +413,19 @@ class TestRecovery:
     def test_expired_lease_counts_as_a_failed_attempt(self, make_job: Any, claim: Claim) -> None:
         job = make_job(max_attempts=3)
         claim("crashed", lease_seconds=5)
-        assert services.recover_expired_leases(now=later(4)) == {"failed": 0, "dead": 0}
+        assert transitions.recover_expired_leases(now=later(4)) == {
+            "failed": 0,
+            "dead": 0,
+            "cancelled": 0,
+        }
         assert row(job).status == Status.RUNNING
 
         before = timezone.now()
-        assert services.recover_expired_leases(now=later(6)) == {"failed": 1, "dead": 0}
+        assert transitions.recover_expired_leases(now=later(6)) == {
+            "failed": 1,
+            "dead": 0,
+            "cancelled": 0,
+        }
         stored = row(job)
         assert stored.status == Status.FAILED
         assert stored.attempts == 1
@@ -427,7 +443,11 @@ class TestRecovery:
     ) -> None:
         job = make_job(max_attempts=1)
         claim("crashed", lease_seconds=1)
-        assert services.recover_expired_leases(now=later(2)) == {"failed": 0, "dead": 1}
+        assert transitions.recover_expired_leases(now=later(2)) == {
+            "failed": 0,
+            "dead": 1,
+            "cancelled": 0,
+        }
         stored = row(job)
         assert stored.status == Status.DEAD
         assert stored.finished_at is not None
@@ -437,7 +457,11 @@ class TestRecovery:
         live = make_job()
         claim("a", lease_seconds=1)
         claim("b", lease_seconds=600)
-        assert services.recover_expired_leases(now=later(2)) == {"failed": 1, "dead": 0}
+        assert transitions.recover_expired_leases(now=later(2)) == {
+            "failed": 1,
+            "dead": 0,
+            "cancelled": 0,
+        }
         assert row(expiring).status == Status.FAILED
         assert row(live).status == Status.RUNNING
 
@@ -448,7 +472,8 @@ class TestRecovery:
         job = make_job(name="tests.slow_backoff")
         claim(lease_seconds=1)
         before = timezone.now()
-        services.recover_expired_leases(now=later(2))
+        # The supervisor passes the runtime's resolver, which knows the handlers.
+        transitions.recover_expired_leases(now=later(2), backoff_for=backoff_for)
         run_at = row(job).run_at
         assert before + timedelta(seconds=1000) <= run_at <= later(1000)
 
@@ -457,7 +482,11 @@ class TestRecovery:
     ) -> None:
         job = make_job(name="tests.not_registered_anywhere")
         claim(lease_seconds=1)
-        assert services.recover_expired_leases(now=later(2)) == {"failed": 1, "dead": 0}
+        assert transitions.recover_expired_leases(now=later(2)) == {
+            "failed": 1,
+            "dead": 0,
+            "cancelled": 0,
+        }
         assert row(job).status == Status.FAILED
 
     def test_recover_worker_takes_only_that_workers_jobs(self, make_job: Any, claim: Claim) -> None:
@@ -466,8 +495,8 @@ class TestRecovery:
         other = make_job()
         claim("dead-worker", limit=2)
         claim("live-worker")
-        counts = services.recover_worker("dead-worker", "exit code -9")
-        assert counts == {"failed": 2, "dead": 0}
+        counts = transitions.recover_worker("dead-worker", "exit code -9")
+        assert counts == recovered(failed=2, dead=0)
         for job in (first, second):
             stored = row(job)
             assert stored.status == Status.FAILED
@@ -479,8 +508,16 @@ class TestRecovery:
     def test_recovering_twice_acts_once(self, make_job: Any, claim: Claim) -> None:
         job = make_job(max_attempts=5)
         claim("gone", lease_seconds=1)
-        assert services.recover_expired_leases(now=later(2)) == {"failed": 1, "dead": 0}
-        assert services.recover_expired_leases(now=later(2)) == {"failed": 0, "dead": 0}
+        assert transitions.recover_expired_leases(now=later(2)) == {
+            "failed": 1,
+            "dead": 0,
+            "cancelled": 0,
+        }
+        assert transitions.recover_expired_leases(now=later(2)) == {
+            "failed": 0,
+            "dead": 0,
+            "cancelled": 0,
+        }
         assert len(row(job).history) == 1
 
     def test_renew_leases_keeps_a_live_workers_jobs(self, make_job: Any, claim: Claim) -> None:
@@ -489,8 +526,12 @@ class TestRecovery:
         claim("alive", lease_seconds=1)
         claim("other", lease_seconds=1)
         # A worker renews only the jobs it names, and only while it owns them.
-        assert services.renew_leases("alive", [mine.pk, theirs.pk], 600) == 1
-        assert services.recover_expired_leases(now=later(2)) == {"failed": 1, "dead": 0}
+        assert transitions.renew_leases("alive", [mine.pk, theirs.pk], 600) == 1
+        assert transitions.recover_expired_leases(now=later(2)) == {
+            "failed": 1,
+            "dead": 0,
+            "cancelled": 0,
+        }
         assert row(mine).status == Status.RUNNING
         assert row(theirs).status == Status.FAILED
 
@@ -501,8 +542,12 @@ class TestRecovery:
         seen = make_job(priority=1)
         lost = make_job()
         claim("alive", limit=2, lease_seconds=1)
-        assert services.renew_leases("alive", [seen.pk], 600) == 1
-        assert services.recover_expired_leases(now=later(2)) == {"failed": 1, "dead": 0}
+        assert transitions.renew_leases("alive", [seen.pk], 600) == 1
+        assert transitions.recover_expired_leases(now=later(2)) == {
+            "failed": 1,
+            "dead": 0,
+            "cancelled": 0,
+        }
         assert row(seen).status == Status.RUNNING
         assert row(lost).status == Status.FAILED
 
@@ -531,12 +576,16 @@ class TestAdminActions:
     def test_cancel(self, one_of_each: dict[Status, Job]) -> None:
         untouched = {s: snapshot(j) for s, j in one_of_each.items()}
         ids = [job.pk for job in one_of_each.values()]
-        assert services.cancel(ids) == 2
+        assert operations.cancel_many(ids) == operations.BulkResult(changed=2, stopping=1)
         for status, job in one_of_each.items():
             if status in (Status.PENDING, Status.FAILED):
                 stored = row(job)
                 assert stored.status == Status.CANCELLED
                 assert stored.finished_at is not None
+            elif status == Status.RUNNING:
+                stored = row(job)
+                assert stored.status == Status.RUNNING, "its worker stops it"
+                assert stored.cancel_requested_at is not None
             else:
                 assert snapshot(job) == untouched[status], f"cancel touched a {status} job"
 
@@ -544,7 +593,9 @@ class TestAdminActions:
         untouched = {s: snapshot(j) for s, j in one_of_each.items()}
         before = timezone.now()
         requeueable = (Status.DEAD, Status.CANCELLED, Status.FAILED, Status.COMPLETED)
-        assert services.requeue(job.pk for job in one_of_each.values()) == len(requeueable)
+        assert operations.requeue_many(job.pk for job in one_of_each.values()).changed == len(
+            requeueable
+        )
         for status, job in one_of_each.items():
             if status in requeueable:
                 stored = row(job)
@@ -561,9 +612,9 @@ class TestAdminActions:
     ) -> None:
         job = make_job(max_attempts=1)
         [claimed] = claim()
-        services.fail(claimed, "boom", started_at=None)
+        transitions.fail(claimed, "boom", started_at=None)
         assert row(job).status == Status.DEAD
-        assert services.requeue([job.pk]) == 1
+        assert operations.requeue_many([job.pk]).changed == 1
         [again] = claim()
         assert (again.id, again.attempts) == (job.pk, 1)
         assert len(again.history) == 1, "the earlier attempt stays in the history"
@@ -571,7 +622,7 @@ class TestAdminActions:
     def test_run_now(self, one_of_each: dict[Status, Job]) -> None:
         untouched = {s: snapshot(j) for s, j in one_of_each.items()}
         before = timezone.now()
-        assert services.run_now([job.pk for job in one_of_each.values()]) == 2
+        assert operations.run_now_many([job.pk for job in one_of_each.values()]).changed == 2
         for status, job in one_of_each.items():
             if status in (Status.PENDING, Status.FAILED):
                 stored = row(job)
@@ -582,10 +633,10 @@ class TestAdminActions:
                 assert snapshot(job) == untouched[status], f"run_now touched a {status} job"
 
     def test_actions_on_unknown_ids_do_nothing(self, db: None) -> None:
-        assert services.cancel([999_999]) == 0
-        assert services.requeue([999_999]) == 0
-        assert services.run_now([999_999]) == 0
-        assert services.cancel([]) == 0
+        assert operations.cancel_many([999_999]).changed == 0
+        assert operations.requeue_many([999_999]).changed == 0
+        assert operations.run_now_many([999_999]).changed == 0
+        assert operations.cancel_many([]).changed == 0
 
 
 class TestStatusSummary:
@@ -598,7 +649,7 @@ class TestStatusSummary:
         ]:
             for _ in range(count):
                 make_job(status=status, queue=queue)
-        assert services.status_summary() == {
+        assert queries.status_summary() == {
             "pending": 4,
             "running": 2,
             "completed": 0,
@@ -606,16 +657,16 @@ class TestStatusSummary:
             "dead": 1,
             "cancelled": 0,
         }
-        assert services.status_summary("mail")["pending"] == 1
-        assert services.status_summary("mail")["dead"] == 0
-        by_queue = services.status_summary_by_queue()
+        assert queries.status_summary("mail")["pending"] == 1
+        assert queries.status_summary("mail")["dead"] == 0
+        by_queue = queries.status_summary_by_queue()
         assert list(by_queue) == ["default", "mail"]
         assert by_queue["default"]["pending"] == 3
         assert by_queue["mail"]["running"] == 2
 
     def test_empty(self, db: None) -> None:
-        assert set(services.status_summary().values()) == {0}
-        assert services.status_summary_by_queue() == {}
+        assert set(queries.status_summary().values()) == {0}
+        assert queries.status_summary_by_queue() == {}
 
 
 # A child process claiming in a loop until the queue is empty; prints the ids it got.
@@ -625,13 +676,13 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from django_sqlqueue.claimers import get_claimer
+from django_sqlqueue.databases import queue_database
 from django_sqlqueue.conf import get_settings
 from django_sqlqueue.models import Job
 
 barrier = Path(os.environ["BARRIER"])
 me = os.environ["CHILD"]
-claimer = get_claimer(get_settings().database)
+claimer = queue_database(get_settings().database).claimer()
 Job.objects.exists()
 (barrier / f"{me}.ready").touch()
 while not (barrier / "go").exists():

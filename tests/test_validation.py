@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
@@ -243,14 +244,18 @@ class TestPriority:
         )
 
     def test_bad_priority_from_settings(self, refused: Any, settings: Any) -> None:
+        """A setting no job could use is a configuration error, named as such."""
         settings.SQLQUEUE = {**settings.SQLQUEUE, "DEFAULT_PRIORITY": 500}
-        refused(lambda: noop.enqueue(), match="priority")
+        refused(lambda: noop.enqueue(), match="DEFAULT_PRIORITY", error=ImproperlyConfigured)
 
 
 class TestMaxAttempts:
-    @pytest.mark.parametrize("max_attempts", [0, -1])
-    def test_below_one(self, refused: Any, max_attempts: int) -> None:
-        refused(lambda: noop.using(max_attempts=max_attempts).enqueue(), match="at least 1")
+    @pytest.mark.parametrize("max_attempts", [0, -1, 2**31, 10**30])
+    def test_out_of_the_columns_range(self, refused: Any, max_attempts: int) -> None:
+        refused(
+            lambda: noop.using(max_attempts=max_attempts).enqueue(),
+            match=r"max_attempts must be between 1 and 2147483647",
+        )
 
     @pytest.mark.parametrize("max_attempts", ["3", 2.0, True], ids=repr)
     def test_not_an_integer(self, refused: Any, max_attempts: Any) -> None:

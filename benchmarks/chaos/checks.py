@@ -10,96 +10,34 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-from .evidence import Evidence, ExecutionRow, JobRow, timestamp
+from .effects import (
+    atomic_executions_killed,
+    atomic_jobs,
+    check_atomic_counter,
+    check_rerun_budget,
+    transaction_broken_by_fault,
+)
+from .evidence import Evidence, timestamp
+from .facts import (
+    FAULT_TAIL_SECONDS,
+    RECLAIM_SLACK_SECONDS,
+    RECORDED,
+    TAKEN_AWAY,
+    TRANSACTION_MODES,
+    TROUBLE_EVENTS,
+    Check,
+    Facts,
+    reclaim_bound,
+)
+from .facts import examples as _examples
 from .mix import COMPLETED, ERROR, KINDS, TIMEOUT, expected_outcome
 
-#: Outcomes a handler itself produced: each one is an execution the queue recorded.
-RECORDED = (COMPLETED, ERROR, TIMEOUT)
-#: Outcomes of an attempt taken away from its worker: the handler may or may not have run.
-TAKEN_AWAY = ("lost", "released")
-#: A recovery may take this much longer than lease + housekeeping interval (scheduling).
-RECLAIM_SLACK_SECONDS = 2.0
-#: After a database fault ends, producers may still see its errors for this long.
-FAULT_TAIL_SECONDS = 10.0
 #: A supervisor given SIGTERM exits within its grace period, the interrupt grace, and this.
 SHUTDOWN_SLACK_SECONDS = 10.0
 LOCK_ERRORS = re.compile(r"database is locked|deadlock|lock wait timeout", re.I)
-EXAMPLES = 5
-
-
-@dataclass
-class Check:
-    name: str
-    passed: bool
-    detail: str
-    examples: list[str] = field(default_factory=list)
-
-
-def reclaim_bound(lease: float) -> float:
-    """Longest time a killed worker's job may stay `running`: its lease, the supervisors'
-    housekeeping interval (supervisor.py: lease / 4, at least 1 s), and some slack."""
-    return lease + max(1.0, lease / 4) + RECLAIM_SLACK_SECONDS
-
-
-class Facts:
-    """What the checks derive from the raw evidence, computed once."""
-
-    def __init__(self, ev: Evidence) -> None:
-        self.ev = ev
-        self.jobs_by_token: dict[str, list[JobRow]] = defaultdict(list)
-        for job in ev.jobs:
-            self.jobs_by_token[job.token].append(job)
-        self.jobs_by_id = {job.id: job for job in ev.jobs}
-        self.executions: dict[int, list[ExecutionRow]] = defaultdict(list)
-        for execution in ev.executions:
-            self.executions[execution.job_id].append(execution)
-        self.executed_tokens = {e.token for e in ev.executions}
-        # Killed worker processes, by pid and by worker id: when, and how (worker/supervisor).
-        self.killed_pids: dict[int, tuple[float, str]] = {}
-        self.killed_ids: dict[str, tuple[float, str]] = {}
-        self.fault_windows: list[tuple[float, float]] = []
-        for event in ev.events:
-            if event["type"] in ("kill_worker", "kill_supervisor"):
-                how = event["type"].removeprefix("kill_")
-                for pid in event["pids"]:
-                    self.killed_pids[pid] = (event["t"], how)
-                for worker_id in event["worker_ids"]:
-                    self.killed_ids[worker_id] = (event["t"], how)
-            elif event["type"] == "db_fault":
-                self.fault_windows.append((event["start"], event["end"]))
-        self.committed_units: list[dict[str, Any]] = []
-        self.rolled_back_units: list[dict[str, Any]] = []
-        for unit in ev.units:
-            (self.committed_units if self.committed(unit) else self.rolled_back_units).append(unit)
-        self.committed_tx = {unit["tx"] for unit in self.committed_units}
-
-    def committed(self, unit: dict[str, Any]) -> bool:
-        """Whether a unit committed; for one that failed with an error, the database says."""
-        if unit["outcome"] != "error":
-            return unit["outcome"] == "committed"
-        if unit["mode"] != "autocommit":
-            return unit["tx"] in self.ev.orders
-        return any(item["token"] in self.jobs_by_token for item in unit["jobs"])
-
-    def committed_items(self) -> Iterable[dict[str, Any]]:
-        for unit in self.committed_units:
-            yield from unit["jobs"]
-
-    def rolled_back_items(self) -> Iterable[dict[str, Any]]:
-        for unit in self.rolled_back_units:
-            yield from unit["jobs"]
-
-    def in_fault(self, start: float, end: float | None = None, tail: float = 0.0) -> bool:
-        end = start if end is None else end
-        return any(s - 1.0 <= end and start <= e + tail for s, e in self.fault_windows)
-
-
-def _examples(items: Iterable[Any]) -> list[str]:
-    return [str(item) for item in list(items)[:EXAMPLES]]
 
 
 def check_terminal(f: Facts) -> Check:
@@ -165,7 +103,7 @@ def check_transactions_atomic(f: Facts) -> Check:
     broken = []
     transactions = 0
     for unit in f.ev.units:
-        if unit["mode"] == "autocommit":
+        if unit["mode"] not in TRANSACTION_MODES:
             continue
         transactions += 1
         order = unit["tx"] in f.ev.orders
@@ -204,11 +142,14 @@ def check_attempts(f: Facts) -> Check:
 def check_history(f: Facts) -> Check:
     """Every recorded outcome is what the handler does on that attempt; completed is last."""
     wrong = []
+    broken = 0
     for job in f.ev.jobs:
         for index, entry in enumerate(job.history):
             outcome = entry.get("outcome")
             where = f"job {job.id} {job.kind} attempt {entry.get('attempt')}: {outcome}"
-            if outcome in RECORDED:
+            if transaction_broken_by_fault(f, job, entry):
+                broken += 1
+            elif outcome in RECORDED:
                 expected = expected_outcome(job.kind, entry["attempt"], job.kwargs)
                 if outcome != expected:
                     wrong.append(f"{where}, expected {expected}")
@@ -222,7 +163,8 @@ def check_history(f: Facts) -> Check:
     return Check(
         "recorded outcomes match the handlers (at most one completion, always last)",
         not wrong,
-        f"{entries} history entries, {len(wrong)} wrong",
+        f"{entries} history entries, {len(wrong)} wrong; {broken} atomic attempts failed by "
+        "a database fault (rolled back, retried)",
         _examples(wrong),
     )
 
@@ -237,7 +179,9 @@ def check_dead(f: Facts) -> Check:
             spent = last.get("attempt") == job.max_attempts
             if spent and last.get("outcome") in (ERROR, TIMEOUT) and always_fails:
                 by_design += 1
-            elif spent and last.get("outcome") == "lost":
+            elif spent and (
+                last.get("outcome") == "lost" or transaction_broken_by_fault(f, job, last)
+            ):
                 by_kills += 1
             else:
                 wrong.append(f"job {job.id} {job.kind} dead after {last}")
@@ -250,7 +194,7 @@ def check_dead(f: Facts) -> Check:
         "dead jobs are exactly those that should be dead",
         not wrong,
         f"{by_design + by_kills} dead: {by_design} always-failing jobs, {by_kills} whose "
-        f"last attempt was lost to a kill; {len(wrong)} wrong",
+        f"last attempt was lost to a kill or fault; {len(wrong)} wrong",
         _examples(wrong),
     )
 
@@ -426,21 +370,25 @@ def check_shutdowns(f: Facts, grace: float, interrupt_grace: float) -> Check:
 def check_faults_happened(f: Facts) -> Check:
     """A run in which the planned faults did not happen proves nothing."""
     counts = Counter(e["type"] for e in f.ev.events)
-    trouble = ("producer_failed", "producer_stuck", "supervisor_stuck")
-    problems = [e["type"] for e in f.ev.events if e["type"] in trouble]
+    problems = [e["type"] for e in f.ev.events if e["type"] in TROUBLE_EVENTS]
     if not counts["kill_worker"]:
         problems.append("no worker was killed")
     if not counts["kill_supervisor"]:
         problems.append("no supervisor was killed")
     if not counts["term_supervisor"]:
         problems.append("no supervisor was stopped")
+    if atomic_jobs(f)[0] and not atomic_executions_killed(f):
+        problems.append("no worker was killed inside an atomic job")
     busy = sum(1 for e in f.ev.events if e["type"] == "kill_worker" and e.get("busy"))
+    batches = sum(1 for e in f.ev.events if e.get("aimed_at") == "batch")
     return Check(
         "the harness did what it planned",
         not problems,
-        f"{counts['kill_worker']} worker SIGKILLs ({busy} busy), {counts['kill_supervisor']} "
+        f"{counts['kill_worker']} worker SIGKILLs ({busy} busy, {batches} holding a batch), "
+        f"{counts['kill_supervisor']} "
         f"supervisor SIGKILLs, {counts['term_supervisor']} supervisor SIGTERMs, "
-        f"{counts['db_fault']} database faults, {counts['start_supervisor']} supervisor starts",
+        f"{counts['db_fault']} database faults, {counts['start_supervisor']} supervisor starts, "
+        f"{atomic_executions_killed(f)} atomic jobs killed mid-transaction",
         _examples(problems),
     )
 
@@ -456,6 +404,8 @@ CHECKS: tuple[Callable[[Facts], Check], ...] = (
     check_history,
     check_dead,
     check_double_executions,
+    check_rerun_budget,
+    check_atomic_counter,
     check_no_concurrent_runs,
     check_idempotency,
     check_reclaim,

@@ -4,6 +4,7 @@
     python -m benchmarks.chaos --db all --seconds 60            # sqlite, postgres, mysql
     python -m benchmarks.chaos --db postgres --long             # five minutes
     python -m benchmarks.chaos --db mysql --restart-db          # restarts the server mid-run
+    python -m benchmarks.chaos --db all --misbehave --seconds 25  # misbehaving handlers
 
 Exits 0 when every check passed, 1 when one failed, 2 when the harness itself broke.
 Logs, producer records and a JSON summary stay in --out (default /tmp/chaos_sqlqueue).
@@ -17,7 +18,9 @@ import subprocess
 import sys
 import time
 import traceback
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from . import config
 
@@ -51,6 +54,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--restart-db",
         action="store_true",
         help="same as --db-fault=restart: restarts the whole server, affecting its other users",
+    )
+    parser.add_argument(
+        "--misbehave",
+        action="store_true",
+        help="misbehaving handlers among the normal mix (open transactions, forks, "
+        "os._exit(0), lingering threads, huge results, GIL hogs), no kills or faults",
     )
     parser.add_argument("--lease", type=float, default=4.0, help="LEASE_SECONDS of the run")
     parser.add_argument("--drain-timeout", type=float, default=120.0)
@@ -129,8 +138,8 @@ def run_one(args: argparse.Namespace) -> int:
     from django.db import connections
 
     from . import dbadmin
-    from .checks import run_checks
     from .harness import Harness, Options
+    from .misbehave_harness import MisbehaveHarness
     from .report import print_report, save_summary
 
     options = Options(
@@ -142,18 +151,25 @@ def run_one(args: argparse.Namespace) -> int:
         seed=seed,
         db_fault=args.db_fault,
         drain_timeout=args.drain_timeout,
+        misbehave=args.misbehave,
     )
-    say(
-        f"chaos {vendor}: {args.seconds:g} s, {args.producers} producers x {args.rate:g} jobs/s, "
-        f"2 supervisors x {args.workers} workers, lease {args.lease:g} s, "
-        f"db fault {args.db_fault if vendor != 'sqlite' else 'write-lock'}, seed {seed}, "
-        f"files {run_dir}"
-    )
+    if args.misbehave:
+        say(
+            f"chaos {vendor} --misbehave: {args.seconds:g} s, {args.producers - 1} producers x "
+            f"{args.rate:g} jobs/s and one of misbehaving jobs, 2 supervisors x {args.workers} "
+            f"workers, lease {args.lease:g} s, no kills, seed {seed}, files {run_dir}"
+        )
+    else:
+        say(
+            f"chaos {vendor}: {args.seconds:g} s, {args.producers} producers x {args.rate:g} "
+            f"jobs/s, 2 supervisors x {args.workers} workers, lease {args.lease:g} s, "
+            f"db fault {args.db_fault if vendor != 'sqlite' else 'write-lock'}, seed {seed}, "
+            f"files {run_dir}"
+        )
     try:
-        evidence = Harness(options, run_dir, say).run()
-        from django_sqlqueue.supervisor import INTERRUPT_GRACE
-
-        checks = run_checks(evidence, options.grace, INTERRUPT_GRACE)
+        kind = MisbehaveHarness if options.misbehave else Harness
+        evidence = kind(options, run_dir, say).run()
+        checks = checks_of(evidence, asdict(options))
         numbers = print_report(evidence, checks, say, verbose=args.verbose)
         save_summary(run_dir / "summary.json", numbers, checks)
     except Exception:
@@ -170,6 +186,18 @@ def run_one(args: argparse.Namespace) -> int:
     return 0 if all(c.passed for c in checks) else 1
 
 
+def checks_of(evidence: Any, options: dict[str, Any]) -> list[Any]:
+    """The checks of a run of either kind, from its evidence and its options."""
+    from django_sqlqueue.runtime.supervisor import INTERRUPT_GRACE
+
+    from .checks import run_checks
+    from .misbehave_checks import run_misbehave_checks
+
+    if options.get("misbehave"):
+        return run_misbehave_checks(evidence, options["grace"], INTERRUPT_GRACE, options["workers"])
+    return run_checks(evidence, options["grace"], INTERRUPT_GRACE)
+
+
 def recheck(args: argparse.Namespace) -> int:
     """Run the checks again on the evidence a run saved (no database needed)."""
     import json
@@ -178,15 +206,11 @@ def recheck(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", config.SETTINGS_MODULE)
     django.setup()
-    from django_sqlqueue.supervisor import INTERRUPT_GRACE
-
-    from .checks import run_checks
     from .evidence import read_evidence
     from .report import print_report
 
     evidence = read_evidence(args.recheck / "evidence.json")
-    grace = json.loads((args.recheck / "options.json").read_text())["grace"]
-    checks = run_checks(evidence, grace, INTERRUPT_GRACE)
+    checks = checks_of(evidence, json.loads((args.recheck / "options.json").read_text()))
     print_report(evidence, checks, say, verbose=args.verbose)
     return 0 if all(c.passed for c in checks) else 1
 

@@ -68,16 +68,21 @@ class Evidence:
     log_counts: dict[str, int] = field(default_factory=dict)
     drained: bool = True
     drain_seconds: float = 0.0
+    #: The atomic jobs' counter row at the end (None: the run had no such row).
+    counter: int | None = None
 
 
 def timestamp(iso: str | None) -> float | None:
     return datetime.fromisoformat(iso).timestamp() if iso else None
 
 
-def load_database() -> tuple[list[JobRow], list[ExecutionRow], set[str]]:
+def load_database() -> tuple[list[JobRow], list[ExecutionRow], set[str], int | None]:
+    """The job table, every execution (the Execution table's and the atomic jobs' ledger),
+    the committed business rows, and the atomic jobs' counter."""
     from django_sqlqueue.models import Job
 
-    from .app.models import Execution, Order
+    from . import ledger
+    from .app.models import ATOMIC_COUNTER, Counter, Execution, Order
 
     jobs = [
         JobRow(
@@ -98,8 +103,22 @@ def load_database() -> tuple[list[JobRow], list[ExecutionRow], set[str]]:
         )
         for e in Execution.objects.order_by("id").iterator()
     ]
+    executions += [
+        ExecutionRow(
+            e["job_id"],
+            e["token"],
+            e["kind"],
+            e["attempt"],
+            e["pid"],
+            e["worker_id"],
+            e["started"],
+            e["finished"],
+        )
+        for e in ledger.read()
+    ]
     orders = set(Order.objects.values_list("tx", flat=True))
-    return jobs, executions, orders
+    counter = Counter.objects.filter(name=ATOMIC_COUNTER).values_list("value", flat=True).first()
+    return jobs, executions, orders, counter
 
 
 def save_evidence(ev: Evidence, path: Path) -> None:
@@ -126,9 +145,17 @@ def load_units(paths: list[Path]) -> list[dict[str, Any]]:
     return units
 
 
+#: Lines between the parts of one chained traceback.
+CHAINED = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+
+
 def count_log_patterns(paths: list[Path]) -> dict[str, int]:
     """Counts of LOG_PATTERNS, and of tracebacks other than those of failed jobs (which the
-    worker logs on purpose, after a line ending in "traceback:")."""
+    worker logs on purpose, after a line ending in "traceback:", each part of a chained
+    exception after a line of CHAINED)."""
     counts = dict.fromkeys([*LOG_PATTERNS, "unexpected tracebacks"], 0)
     for path in paths:
         text = path.read_text(errors="replace") if path.exists() else ""
@@ -137,6 +164,8 @@ def count_log_patterns(paths: list[Path]) -> dict[str, int]:
         previous = ""
         for line in text.splitlines():
             if line.startswith("Traceback (most recent call last)"):
-                counts["unexpected tracebacks"] += not previous.rstrip().endswith("traceback:")
-            previous = line
+                expected = previous.endswith("traceback:") or previous in CHAINED
+                counts["unexpected tracebacks"] += not expected
+            if line.strip():
+                previous = line.rstrip()
     return counts

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,11 @@ class Supervisor:
     name: str
     process: subprocess.Popen[bytes]
     log: Path
+    #: The slot it fills: a replacement started after a crash fills the same one.
+    slot: str = ""
+    #: What it was started with (a cluster host's namespace prefix, its environment).
+    prefix: Sequence[str] = ()
+    env: dict[str, str] | None = None
     started: float = field(default_factory=time.time)
     #: How the harness ended it: "sigkill", "sigterm", "stop" (at the end of the run).
     ended_by: str = ""
@@ -63,22 +69,32 @@ class Fleet:
         self.env = env
         self.supervisors: list[Supervisor] = []
 
-    def start(self, slot: str, *extra: str) -> Supervisor:
-        """Start a supervisor in its own process group, so it can be killed whole."""
-        generation = sum(1 for s in self.supervisors if s.name.startswith(slot)) + 1
-        name = f"{slot}{generation}"
+    def start(
+        self,
+        slot: str,
+        *extra: str,
+        prefix: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+    ) -> Supervisor:
+        """Start a supervisor in its own process group, so it can be killed whole.
+
+        `prefix` runs it elsewhere (`ip netns exec ...`: a cluster host), as long as the
+        prefix execs the command in the same process; `env` replaces the fleet's.
+        """
+        generation = sum(1 for s in self.supervisors if s.slot == slot) + 1
+        name = f"{slot}{generation}" if len(slot) == 1 else f"{slot}.{generation}"
         log = self.log_dir / f"supervisor-{name}.log"
         command = [sys.executable, "-m", "django", "runworkers", "-n", str(self.workers), *extra]
         process = subprocess.Popen(
-            command,
+            [*prefix, *command],
             cwd=ROOT,
-            env=self.env,
+            env=env or self.env,
             stdin=subprocess.DEVNULL,
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        supervisor = Supervisor(name, process, log)
+        supervisor = Supervisor(name, process, log, slot, tuple(prefix), env)
         self.supervisors.append(supervisor)
         return supervisor
 

@@ -2,7 +2,8 @@
 
 The timeline of a run of S seconds, cut into cycles of about two minutes:
 - producers enqueue the job mix for S seconds;
-- every few seconds, SIGKILL of a random worker process (mostly busy ones);
+- every few seconds, SIGKILL of a random worker process (mostly busy ones; half of them
+  aimed at a worker inside an atomic job's transaction or holding a claimed batch, aim.py);
 - in each cycle, at 25%: SIGKILL of supervisor A's whole process group, a new A a second
   later; at 50%: SIGTERM of supervisor B and a new B at once; at 75% (PostgreSQL, MariaDB):
   a database fault — every connection to the chaos database cut twice a second apart, or,
@@ -24,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import config, dbadmin
+from . import aim, config, dbadmin, ledger
 from .evidence import Evidence, count_log_patterns, load_database, load_units, save_evidence
 from .fleet import ROOT, Fleet, Supervisor
 
@@ -52,6 +53,8 @@ class Options:
     kill_min: float = 2.0
     kill_max: float = 5.0
     grace: float = 2.0
+    #: A `--misbehave` run (misbehave_harness.py): misbehaving handlers, no kills.
+    misbehave: bool = False
 
 
 def child_env() -> dict[str, str]:
@@ -91,30 +94,37 @@ class Harness:
         from django.db import connections
 
         dbadmin.create_database()
-        call_command("migrate", run_syncdb=True, verbosity=0)
+        call_command("migrate", verbosity=0)
         connections.close_all()
+
+    def slots(self) -> list[str]:
+        """The supervisors a run starts with: A (killed) and B (stopped, --max-jobs)."""
+        return ["A", "B"]
 
     def start_supervisor(self, slot: str) -> Supervisor:
         supervisor = self.fleet.start(slot, *self.slot_args[slot])
         self.event("start_supervisor", supervisor=supervisor.name, pid=supervisor.pid)
         return supervisor
 
+    def producer_command(self, index: int, until: float, run_id: str) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "benchmarks.chaos.producer",
+            f"--index={index}",
+            f"--until={until}",
+            f"--rate={self.options.rate}",
+            f"--seed={self.options.seed}",
+            f"--run={run_id}",
+            f"--out={self.run_dir / f'producer-{index}.jsonl'}",
+        ]
+
     def start_producers(self, until: float, run_id: str) -> None:
         for index in range(self.options.producers):
             log = (self.run_dir / f"producer-{index}.log").open("wb")
             self.producers.append(
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "benchmarks.chaos.producer",
-                        f"--index={index}",
-                        f"--until={until}",
-                        f"--rate={self.options.rate}",
-                        f"--seed={self.options.seed}",
-                        f"--run={run_id}",
-                        f"--out={self.run_dir / f'producer-{index}.jsonl'}",
-                    ],
+                    self.producer_command(index, until, run_id),
                     cwd=ROOT,
                     env=self.env,
                     stdin=subprocess.DEVNULL,
@@ -154,8 +164,9 @@ class Harness:
         pids, busy = self.worker_candidates()
         if not pids:
             return
+        target, victims = self.aim(set(pids))
         pool = sorted(busy) if busy and self.rng.random() < 0.7 else sorted(pids)
-        pid = self.rng.choice(pool)
+        pid = self.rng.choice(sorted(victims) or pool)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
             self.event(
@@ -163,8 +174,24 @@ class Harness:
                 pids=[pid],
                 worker_ids=self.ids_of([pid]),
                 supervisor=pids[pid].name,
-                busy=pid in busy,
+                busy=pid in busy or bool(victims),
+                aimed_at=target if victims else None,
             )
+
+    def aim(self, pids: set[int]) -> tuple[str | None, set[int]]:
+        """Maybe pick a target kind for this kill (aim.py), and the workers that are one."""
+        target = aim.choose(self.rng.random())
+        if target == "atomic":
+            return target, aim.wait_for(
+                lambda: aim.in_atomic_job(pids), aim.AIM_WAIT_SECONDS[target]
+            )
+        if target == "batch":
+            pid_of = {worker_id: pid for pid, worker_id in self.worker_ids.items()}
+            found = aim.wait_for(
+                lambda: aim.holding_a_batch(pids, pid_of), aim.AIM_WAIT_SECONDS[target]
+            )
+            return target, found
+        return None, set()
 
     def kill_supervisor(self, slot: str) -> None:
         for supervisor in self.fleet.live():
@@ -246,7 +273,7 @@ class Harness:
             )
             if how == "crash":
                 self.say(f"  supervisor {supervisor.name} exited by itself: {supervisor.exit_code}")
-                self.start_supervisor(supervisor.name[0])
+                self.start_supervisor(supervisor.slot)
 
     def unfinished_jobs(self) -> int | None:
         from django.db import DatabaseError, connection
@@ -313,13 +340,14 @@ class Harness:
     def run(self) -> Evidence:
         from django.db import connections
 
-        from django_sqlqueue.supervisor import INTERRUPT_GRACE
+        from django_sqlqueue.runtime.supervisor import INTERRUPT_GRACE
 
         options = self.options
+        ledger.clear()
         self.setup_database()
         run_id = f"r{options.seed}"
-        self.start_supervisor("A")
-        self.start_supervisor("B")
+        for slot in self.slots():
+            self.start_supervisor(slot)
         start = time.time()
         until = start + options.seconds
         self.start_producers(until, run_id)
@@ -339,7 +367,7 @@ class Harness:
                     producer.kill()
             self.fleet.stop_all(timeout=5)
         connections.close_all()
-        jobs, executions, orders = load_database()
+        jobs, executions, orders, counter = load_database()
         connections.close_all()
         logs = [s.log for s in self.fleet.supervisors]
         logs += [self.run_dir / f"producer-{i}.log" for i in range(options.producers)]
@@ -357,6 +385,7 @@ class Harness:
             log_counts=count_log_patterns(logs),
             drained=drained,
             drain_seconds=drain_seconds,
+            counter=counter,
         )
         save_evidence(evidence, self.run_dir / "evidence.json")
         (self.run_dir / "options.json").write_text(json.dumps(asdict(options), indent=1))

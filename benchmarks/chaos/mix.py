@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 COMPLETED, ERROR, TIMEOUT = "completed", "error", "timeout"
+BAD_RESULT = "bad_result"
 
 
 @dataclass(frozen=True)
@@ -26,18 +27,22 @@ class Kind:
 KINDS = {
     kind.name: kind
     for kind in (
-        Kind("fast", "chaos.fast", 0.52, 4),
+        Kind("fast", "chaos.fast", 0.44, 4),
         Kind("slow", "chaos.slow", 0.08, 4),
         Kind("flaky", "chaos.flaky", 0.14, 4),
         Kind("doomed", "chaos.doomed", 0.05, 3),
         Kind("hang", "chaos.hang", 0.01, 2, timeout=1.0),
         Kind("keyed", "chaos.fast", 0.20, 4, keyed=True),
+        Kind("atomic", "chaos.atomic", 0.08, 4),
     )
 }
 KIND_OF_JOB = {kind.job_name: kind for kind in KINDS.values() if not kind.keyed}
 
 #: A hanging handler sleeps this long; its timeout stops it much sooner.
 HANG_SECONDS = 30.0
+#: An atomic job holds its transaction open this long after its increment (seconds, drawn
+#: per job), so that kills and connection cuts land between its write and its commit.
+ATOMIC_HOLD_SECONDS = (0.01, 0.1)
 #: Keyed enqueues in the same window of this many seconds share their idempotency key,
 #: so producers race each other (and their own rollbacks) for the same key.
 KEY_WINDOW_SECONDS = 1.0
@@ -59,7 +64,8 @@ def choose_kind(rng: random.Random) -> Kind:
 
 
 def params_for(kind: Kind, rng: random.Random, lease: float) -> dict[str, Any]:
-    """Handler arguments: how long a slow job sleeps, how often a flaky job fails first."""
+    """Handler arguments: how long a slow job sleeps, how often a flaky job fails first, how
+    long an atomic job keeps its transaction open."""
     if kind.name == "slow":
         # Mostly well under the lease; one in ten outlives it, so the heartbeat must keep it.
         long = rng.random() < 0.1
@@ -67,6 +73,8 @@ def params_for(kind: Kind, rng: random.Random, lease: float) -> dict[str, Any]:
         return {"seconds": round(seconds, 3)}
     if kind.name == "flaky":
         return {"fail_first": rng.choice([1, 1, 2])}
+    if kind.name == "atomic":
+        return {"hold": round(rng.uniform(*ATOMIC_HOLD_SECONDS), 3)}
     return {}
 
 

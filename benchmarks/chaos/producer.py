@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import IO, Any
 
 #: How a producer's units of work are split: plain autocommit enqueues, transactions that
-#: commit, transactions that roll back.
-AUTOCOMMIT, COMMIT, ROLLBACK = "autocommit", "commit", "rollback"
-UNIT_WEIGHTS = {AUTOCOMMIT: 0.5, COMMIT: 0.3, ROLLBACK: 0.2}
+#: commit, transactions that roll back, and bursts: one `enqueue_many` of BURST_SIZE fast
+#: jobs, a backlog for a moment, which workers claim in batches (and a kill then finds a
+#: worker holding several jobs).
+AUTOCOMMIT, COMMIT, ROLLBACK, BURST = "autocommit", "commit", "rollback", "burst"
+UNIT_WEIGHTS = {AUTOCOMMIT: 0.48, COMMIT: 0.29, ROLLBACK: 0.19, BURST: 0.04}
+BURST_SIZE = (40, 80)
 
 
 class RollBack(Exception):
@@ -33,6 +36,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--run", required=True, help="run id, prefix of tokens and keys")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--misbehave", action="store_true", help="enqueue only misbehaving jobs (misbehave.py)"
+    )
     return parser.parse_args(argv)
 
 
@@ -45,6 +51,11 @@ class Producer:
         self.rng = random.Random(args.seed * 1000 + args.index)
         self.lease = float(settings.LEASE_SECONDS)
         self.serial = 0
+        self.rotation: Any = None
+        if args.misbehave:
+            from .misbehave import Rotation
+
+            self.rotation = Rotation(self.rng)
 
     def token(self, prefix: str) -> str:
         self.serial += 1
@@ -61,33 +72,67 @@ class Producer:
             planned.append(Planned(kind.name, self.token("j"), params, key))
         return planned
 
+    def plan_misbehaving(self) -> list[Any]:
+        """The next misbehaving job of the rotation, alone."""
+        from django_sqlqueue.conf import get_settings
+
+        from .misbehave import params_for
+        from .mix import Planned
+
+        kind = self.rotation.next()
+        params = params_for(kind, self.lease, get_settings().max_result_bytes)
+        return [Planned(kind, self.token("m"), params)]
+
     def enqueue(self, planned: Any) -> dict[str, Any]:
         from django_sqlqueue import registry
 
+        from .misbehave import MISBEHAVING
         from .mix import KINDS
 
-        kind = KINDS[planned.kind]
+        kind = KINDS.get(planned.kind) or MISBEHAVING[planned.kind]
         handler = registry.get(kind.job_name)
         if planned.key is not None:
             handler = handler.using(idempotency_key=planned.key)
         job = handler.enqueue(token=planned.token, kind=planned.kind, **planned.params)
         return {**asdict(planned), "id": job.pk, "dedup": bool(job.deduplicated)}
 
+    def enqueue_burst(self, planned: list[Any]) -> list[dict[str, Any]]:
+        """Fast jobs in one `enqueue_many`: all stored, or none."""
+        from django_sqlqueue import registry
+
+        jobs = registry.get("chaos.fast").enqueue_many(
+            [{"token": item.token, "kind": item.kind} for item in planned]
+        )
+        return [
+            {**asdict(item), "id": job.pk, "dedup": False}
+            for item, job in zip(planned, jobs, strict=True)
+        ]
+
     def unit(self) -> dict[str, Any]:
         """One unit of work; returns its log record."""
         from django.db import transaction
 
         from .app.models import Order
+        from .mix import Planned
 
-        mode = self.rng.choices(list(UNIT_WEIGHTS), weights=list(UNIT_WEIGHTS.values()))[0]
-        planned = self.plan()
+        if self.rotation is not None:
+            mode, planned = AUTOCOMMIT, self.plan_misbehaving()
+        else:
+            mode = self.rng.choices(list(UNIT_WEIGHTS), weights=list(UNIT_WEIGHTS.values()))[0]
+            planned = self.plan()
         if mode == AUTOCOMMIT:
             planned = planned[:1]
+        elif mode == BURST:
+            planned = [
+                Planned("fast", self.token("j")) for _ in range(self.rng.randint(*BURST_SIZE))
+            ]
         record: dict[str, Any] = {"tx": self.token("t"), "mode": mode, "jobs": []}
         started = time.time()
         try:
             if mode == AUTOCOMMIT:
                 record["jobs"].append(self.enqueue(planned[0]))
+            elif mode == BURST:
+                record["jobs"] += self.enqueue_burst(planned)
             else:
                 with transaction.atomic():
                     Order.objects.create(tx=record["tx"])
@@ -128,7 +173,8 @@ class Producer:
             self.out.write(json.dumps(record) + "\n")
             self.out.flush()
             units += 1
-            next_at += interval * max(1, len(record["jobs"]))
+            # A burst comes on top of the steady rate, as one unit.
+            next_at += interval * (1 if record["mode"] == BURST else max(1, len(record["jobs"])))
             delay = next_at - time.monotonic()
             if delay > 0:
                 time.sleep(delay)

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from .checks import Check, Facts, double_executions, reclaim_latencies
+from .effects import atomic_jobs, kill_budget, reruns
 from .evidence import Evidence
+from .facts import TRANSACTION_MODES
 
 
 def handed_back_after_running(ev: Evidence) -> tuple[int, int]:
@@ -35,6 +37,8 @@ def figures(ev: Evidence) -> dict[str, Any]:
     latencies = reclaim_latencies(facts)
     outcomes = Counter(e.get("outcome") for j in ev.jobs for e in j.history)
     unstarted, unstarted_but_ran = handed_back_after_running(ev)
+    rerun_causes = Counter(r.cause for r in reruns(facts))
+    atomic_total, atomic_completed = atomic_jobs(facts)
     return {
         "database": ev.vendor,
         "seconds": ev.seconds,
@@ -44,7 +48,8 @@ def figures(ev: Evidence) -> dict[str, Any]:
         "completed": statuses["completed"],
         "dead": statuses["dead"],
         "units": len(ev.units),
-        "transactions": sum(1 for u in ev.units if u["mode"] != "autocommit"),
+        "transactions": sum(1 for u in ev.units if u["mode"] in TRANSACTION_MODES),
+        "bursts": sum(1 for u in ev.units if u["mode"] == "burst"),
         "rolled_back_enqueues": sum(len(u["jobs"]) for u in facts.rolled_back_units),
         "deduplicated": sum(1 for i in committed_items if i.get("dedup")),
         "producer_errors": sum(1 for u in ev.units if u["outcome"] == "error"),
@@ -59,6 +64,12 @@ def figures(ev: Evidence) -> dict[str, Any]:
         "db_fault_modes": sorted({e["mode"] for e in ev.events if e["type"] == "db_fault"}),
         "connections_cut": sum(e["cut"] for e in ev.events if e["type"] == "db_fault"),
         "double_executions": dict(doubled),
+        "reruns": dict(sorted(rerun_causes.items())),
+        "kill_reruns": sum(n for why, n in rerun_causes.items() if why.endswith("SIGKILL")),
+        "rerun_budget": kill_budget(facts)[2],
+        "atomic_jobs": atomic_total,
+        "atomic_completed": atomic_completed,
+        "atomic_counter": ev.counter,
         "reclaim_max_seconds": {k: round(max(v), 2) for k, v in latencies.items()},
         "reclaim_samples": {k: len(v) for k, v in latencies.items()},
         "handed_back_unstarted": unstarted,
@@ -75,7 +86,8 @@ def print_report(
     say(
         f"figures: {numbers['jobs']} jobs ({numbers['completed']} completed, {numbers['dead']} "
         f"dead) from {numbers['units']} producer units, {numbers['transactions']} of them "
-        f"transactions; {numbers['rolled_back_enqueues']} enqueues rolled back; "
+        f"transactions, {numbers['bursts']} bursts; {numbers['rolled_back_enqueues']} enqueues "
+        "rolled back; "
         f"{numbers['deduplicated']} deduplicated; {numbers['executions']} executions in "
         f"{numbers['worker_pids']} worker processes"
     )
@@ -83,6 +95,11 @@ def print_report(
         f"attempt outcomes: {numbers['outcomes']}; handed back as never started: "
         f"{numbers['handed_back_unstarted']}, of which had run: "
         f"{numbers['handed_back_unstarted_but_ran']}"
+    )
+    say(
+        f"re-runs: {numbers['reruns'] or 'none'} (budget for kills {numbers['rerun_budget']}); "
+        f"atomic jobs: {numbers['atomic_completed']} of {numbers['atomic_jobs']} completed, "
+        f"counter {numbers['atomic_counter']}"
     )
     say(f"supervisor logs: {numbers['log_counts']}")
     for check in checks:
@@ -116,6 +133,8 @@ ROWS = (
         lambda s: f"{s['outcomes'].get('lost', 0)} / {s['outcomes'].get('released', 0)}",
     ),
     ("Jobs run more often than recorded", lambda s: _doubles(s)),
+    ("Re-runs after kills (budget)", lambda s: _reruns(s)),
+    ("Atomic jobs completed / counter", lambda s: _atomic(s)),
     ("Max reclaim after worker SIGKILL", lambda s: _reclaim(s, "worker SIGKILL")),
     ("Max reclaim after supervisor SIGKILL", lambda s: _reclaim(s, "supervisor SIGKILL")),
     ("Checks passed", lambda s: _verdict(s)),
@@ -137,6 +156,18 @@ def _doubles(summary: dict[str, Any]) -> str:
     if not total:
         return "0"
     return f"{total}, all attributed ({', '.join(f'{n} {why}' for why, n in doubled.items())})"
+
+
+def _reruns(summary: dict[str, Any]) -> str:
+    if "kill_reruns" not in summary:
+        return "—"  # a summary from before the re-run budget was checked
+    return f"{summary['kill_reruns']} ({summary['rerun_budget']})"
+
+
+def _atomic(summary: dict[str, Any]) -> str:
+    if summary.get("atomic_counter") is None:
+        return "—"
+    return f"{summary['atomic_completed']:,} / {summary['atomic_counter']:,}"
 
 
 def _reclaim(summary: dict[str, Any], label: str) -> str:

@@ -8,3 +8,8 @@ from .work import work
 @task
 def bench_task(i: int, sleep_ms: int = 0) -> None:
     work(i, sleep_ms)
+
+
+@task
+def bench_slow_task(i: int, sleep_ms: int = 0) -> None:
+    work(i, sleep_ms)

@@ -14,3 +14,8 @@ huey = SqliteHuey(
 @huey.task()
 def bench_task(i: int, sleep_ms: int = 0) -> None:
     work(i, sleep_ms)
+
+
+@huey.task()
+def bench_slow_task(i: int, sleep_ms: int = 0) -> None:
+    work(i, sleep_ms)

@@ -8,3 +8,21 @@ from .work import work
 @job("bench_job")
 def bench_job(i: int, sleep_ms: int = 0) -> None:
     work(i, sleep_ms)
+
+
+@job("bench_slow")
+def bench_slow_job(i: int, sleep_ms: int = 0) -> None:
+    """The same work under another name: the mixed scenario's slow jobs, a task of their own."""
+    work(i, sleep_ms)
+
+
+@job("bench_limited", concurrency=2, concurrency_key="k{key}")
+def bench_limited_job(i: int, key: int, sleep_ms: int = 0) -> None:
+    """The flow scenario's concurrency-limited job: at most 2 at a time per key."""
+    work(i, sleep_ms)
+
+
+@job("bench_rated", rate_limit="50/s")
+def bench_rated_job(i: int, sleep_ms: int = 0) -> None:
+    """The flow scenario's rate-limited job: at most 50 starts in any second."""
+    work(i, sleep_ms)

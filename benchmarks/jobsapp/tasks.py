@@ -8,3 +8,8 @@ from .work import work
 @app.task(name="bench_task")
 def bench_task(i: int, sleep_ms: int = 0) -> None:
     work(i, sleep_ms)
+
+
+@app.task(name="bench_slow")
+def bench_slow_task(i: int, sleep_ms: int = 0) -> None:
+    work(i, sleep_ms)

@@ -18,9 +18,13 @@ class Scenario:
     primary: str
     full: list[dict[str, Any]]
     quick: list[dict[str, Any]]
-    #: "queues": ours and every peer; "raw": our SQL through the bare driver.
+    #: "queues": ours and every peer; "raw": our SQL through the bare driver; "ours": only
+    #: django-sqlqueue (a feature the peers lack).
     systems: str = "queues"
     metrics: tuple[str, ...] = field(default=())
+    #: Also measure ours with BATCH_COMPLETION (system `sqlqueue_batch`): what recording each
+    #: outcome before the next job costs, where that cost shows.
+    batch_completion_too: bool = False
 
     def variants(self, quick: bool) -> list[dict[str, Any]]:
         return self.quick if quick else self.full
@@ -31,6 +35,20 @@ class Scenario:
 
 def _drain(jobs: int, workers: int) -> dict[str, Any]:
     return {"jobs": jobs, "workers": workers}
+
+
+def _mixed(
+    fast: int, slow: int, order: str, slow_task: str = "own", mode: str = "continuous"
+) -> dict[str, Any]:
+    return {
+        "fast": fast,
+        "slow": slow,
+        "slow_ms": 300,
+        "order": order,
+        "slow_task": slow_task,
+        "mode": mode,
+        "workers": 4,
+    }
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -58,6 +76,7 @@ SCENARIOS: dict[str, Scenario] = {
             full=[_drain(3_000, 1), _drain(3_000, 4), _drain(30_000, 1), _drain(30_000, 4)],
             quick=[_drain(300, 1), _drain(300, 4)],
             metrics=("jobs_per_s", "steady_jobs_per_s", "startup_s"),
+            batch_completion_too=True,
         ),
         Scenario(
             "latency",
@@ -81,6 +100,14 @@ SCENARIOS: dict[str, Scenario] = {
             ],
         ),
         Scenario(
+            "startup",
+            "start-up: exec of the worker command -> first job running (s)",
+            "startup_s",
+            full=[{"workers": 1, "starts": 5}, {"workers": 4, "starts": 5}],
+            quick=[{"workers": 1, "starts": 2}],
+            metrics=("startup_s", "startup_min_s", "startup_max_s"),
+        ),
+        Scenario(
             "footprint",
             "footprint: RSS per worker (MiB), CPU of idle workers (% of a core)",
             "rss_mb_per_worker",
@@ -95,6 +122,39 @@ SCENARIOS: dict[str, Scenario] = {
             full=[{"jobs": 1_000, "workers": 4}],
             quick=[{"jobs": 80, "workers": 4}],
             metrics=("jobs_per_s", "efficiency"),
+        ),
+        Scenario(
+            "mixed",
+            "mixed workload: fast no-op jobs and slow 0.3 s ones, 4 workers (ideal / makespan)",
+            "efficiency",
+            full=[
+                _mixed(3_000, 40, "after"),
+                _mixed(3_000, 40, "interleaved"),
+                _mixed(3_000, 40, "after", slow_task="shared"),
+                _mixed(3_000, 40, "after", mode="burst"),
+            ],
+            quick=[
+                _mixed(300, 8, "after"),
+                _mixed(300, 8, "interleaved"),
+                _mixed(300, 8, "after", mode="burst"),
+            ],
+            metrics=("efficiency", "makespan_s", "ideal_s", "slow_max_per_worker", "slow_workers"),
+            batch_completion_too=True,
+        ),
+        Scenario(
+            "flow",
+            "flow control: concurrency-limited and rate-limited drains (share of the limit used)",
+            "limit_use",
+            full=[
+                {"limit": "concurrency", "jobs": 2_000, "workers": 8, "keys": 4, "sleep_ms": 20},
+                {"limit": "rate", "jobs": 1_000, "workers": 4},
+            ],
+            quick=[
+                {"limit": "concurrency", "jobs": 80, "workers": 4, "keys": 2, "sleep_ms": 20},
+                {"limit": "rate", "jobs": 120, "workers": 2},
+            ],
+            systems="ours",
+            metrics=("limit_use", "jobs_per_s", "max_overlap", "max_in_window"),
         ),
         Scenario(
             "floor",

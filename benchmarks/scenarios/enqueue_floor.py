@@ -19,13 +19,12 @@ from ..systems import System
 
 
 def _statement() -> tuple[str, list[Any]]:
-    from django_sqlqueue.enqueueing import build_job
-    from django_sqlqueue.insertion import inserter_for
-    from django_sqlqueue.registry import EnqueueOptions
+    from django_sqlqueue.databases import queue_database
+    from django_sqlqueue.enqueueing.options import EnqueueOptions, build_job
 
     from ..jobsapp.jobs import bench_job
 
-    inserter = inserter_for("default")
+    inserter = queue_database("default").inserter()
     job = build_job(bench_job, (), {"i": 0, "sleep_ms": 0}, EnqueueOptions())
     return inserter.prefix + inserter.row_sql + inserter.returning_sql, inserter.values(job)
 

@@ -10,9 +10,22 @@ from .base import System, Unsupported
 #: import the peers (or Django) to know where each one runs.
 SYSTEMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "sqlqueue": ("sqlqueue", "SQLQueue", ("sqlite", "postgres", "mysql")),
+    "sqlqueue_batch": ("sqlqueue", "SQLQueueBatched", ("sqlite", "postgres", "mysql")),
     "tasks_db": ("tasks_db", "TasksDB", ("sqlite", "postgres", "mysql")),
     "procrastinate": ("procrastinate_peer", "Procrastinate", ("postgres",)),
     "huey": ("huey_peer", "Huey", ("sqlite",)),
+}
+
+#: The modules each peer needs, from the `bench` extra (name -> (module, package)).
+PEER_MODULES: dict[str, tuple[tuple[str, str], ...]] = {
+    "tasks_db": (("django_tasks_db", "django-tasks-db"),),
+    "procrastinate": (("procrastinate", "procrastinate"), ("psycopg_pool", "psycopg[pool]")),
+    "huey": (("huey", "huey"),),
+}
+#: The driver each database needs (the `postgres` and `mysql` extras, both in `dev`).
+DRIVER_MODULES: dict[str, tuple[str, str, str]] = {
+    "postgres": ("psycopg", "psycopg", "postgres"),
+    "mysql": ("MySQLdb", "mysqlclient", "mysql"),
 }
 
 
@@ -25,4 +38,12 @@ def systems_for(vendor: str) -> list[str]:
     return [name for name, (_, _, dbs) in SYSTEMS.items() if vendor in dbs]
 
 
-__all__ = ["SYSTEMS", "System", "Unsupported", "system_class", "systems_for"]
+__all__ = [
+    "DRIVER_MODULES",
+    "PEER_MODULES",
+    "SYSTEMS",
+    "System",
+    "Unsupported",
+    "system_class",
+    "systems_for",
+]

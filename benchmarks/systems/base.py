@@ -14,6 +14,9 @@ from ..procs import Workers
 
 #: A benchmark job: its id and how long it sleeps (0 for a no-op).
 Job = tuple[int, int]
+#: The benchmark's tasks, defined for every system (benchmarks/jobsapp): `bench`, and
+#: `bench_slow` for the slow jobs of the mixed scenario.
+TASKS = ("bench", "bench_slow")
 
 
 class Unsupported(Exception):
@@ -46,7 +49,7 @@ class System:
 
     # Producing ---------------------------------------------------------------------------
 
-    def enqueue_one(self, i: int, sleep_ms: int = 0) -> None:
+    def enqueue_one(self, i: int, sleep_ms: int = 0, task: str = "bench") -> None:
         raise NotImplementedError
 
     def enqueue_in_transaction(self, i: int) -> None:
@@ -54,18 +57,19 @@ class System:
         with transaction.atomic():
             self.enqueue_one(i)
 
-    def enqueue_bulk(self, jobs: Sequence[Job]) -> None:
+    def enqueue_bulk(self, jobs: Sequence[Job], task: str = "bench") -> None:
         """Enqueue many (id, sleep_ms) jobs with the system's own bulk call."""
         raise Unsupported(f"{self.label} has no bulk enqueue")
 
-    def fill(self, jobs: Sequence[Job]) -> None:
-        """Get these jobs ready to run, the fastest way the system offers (untimed)."""
+    def fill(self, jobs: Sequence[Job], task: str = "bench") -> None:
+        """Get these jobs of `task` ready to run, the fastest way the system offers, to be
+        taken after any already queued (untimed preparation, in most scenarios)."""
         try:
-            self.enqueue_bulk(jobs)
+            self.enqueue_bulk(jobs, task)
         except Unsupported:
             with transaction.atomic():
                 for i, sleep_ms in jobs:
-                    self.enqueue_one(i, sleep_ms)
+                    self.enqueue_one(i, sleep_ms, task)
 
     def seed_history(self, count: int) -> None:
         """Insert `count` finished jobs with SQL, as months of history would leave them."""

@@ -26,10 +26,10 @@ class Huey(System):
     def __init__(self, vendor: str, log_path: Path) -> None:
         super().__init__(vendor, log_path)
         os.environ["BENCH_HUEY_FILE"] = str(huey_path())
-        from ..jobsapp.huey_app import bench_task, huey
+        from ..jobsapp.huey_app import bench_slow_task, bench_task, huey
 
         self.huey = huey
-        self.task = bench_task
+        self.tasks = {"bench": bench_task, "bench_slow": bench_slow_task}
 
     def setup(self) -> None:
         self.huey.storage.queue_size()  # opens the file and creates the tables
@@ -40,12 +40,12 @@ class Huey(System):
     def enqueue_in_transaction(self, i: int) -> None:
         self.enqueue_one(i)  # every Huey enqueue is its own SQLite transaction
 
-    def enqueue_one(self, i: int, sleep_ms: int = 0) -> None:
-        self.task(i, sleep_ms)
+    def enqueue_one(self, i: int, sleep_ms: int = 0, task: str = "bench") -> None:
+        self.tasks[task](i, sleep_ms)
 
-    def fill(self, jobs: Sequence[Job]) -> None:
+    def fill(self, jobs: Sequence[Job], task: str = "bench") -> None:
         for i, sleep_ms in jobs:
-            self.enqueue_one(i, sleep_ms)
+            self.enqueue_one(i, sleep_ms, task)
 
     def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
         consumer = str(Path(sys.executable).parent / "huey_consumer")

@@ -23,15 +23,15 @@ class Procrastinate(System):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        from ..jobsapp.tasks import bench_task
+        from ..jobsapp.tasks import bench_slow_task, bench_task
 
-        self.task = bench_task
+        self.tasks = {"bench": bench_task, "bench_slow": bench_slow_task}
 
-    def enqueue_one(self, i: int, sleep_ms: int = 0) -> None:
-        self.task.defer(i=i, sleep_ms=sleep_ms)
+    def enqueue_one(self, i: int, sleep_ms: int = 0, task: str = "bench") -> None:
+        self.tasks[task].defer(i=i, sleep_ms=sleep_ms)
 
-    def enqueue_bulk(self, jobs: Sequence[Job]) -> None:
-        self.task.batch_defer(*({"i": i, "sleep_ms": sleep_ms} for i, sleep_ms in jobs))
+    def enqueue_bulk(self, jobs: Sequence[Job], task: str = "bench") -> None:
+        self.tasks[task].batch_defer(*({"i": i, "sleep_ms": sleep_ms} for i, sleep_ms in jobs))
 
     def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
         flags = ["--one-shot"] if burst else []

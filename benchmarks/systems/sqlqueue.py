@@ -15,22 +15,23 @@ class SQLQueue(System):
     name = "sqlqueue"
     label = "django-sqlqueue"
     notes = (
-        "at-least-once; `runworkers -n N` (N worker processes under one supervisor), "
-        "`--burst` to drain; library defaults, no SQLQUEUE setting (effective values in the JSON)"
+        "at-least-once, each success recorded before the next job starts; `runworkers -n N` "
+        "(N worker processes under one supervisor), `--burst` to drain; library defaults, no "
+        "SQLQUEUE setting (effective values in the JSON)"
     )
     migrate_apps = ("django_sqlqueue",)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        from ..jobsapp.jobs import bench_job
+        from ..jobsapp.jobs import bench_job, bench_slow_job
 
-        self.job = bench_job
+        self.jobs = {"bench": bench_job, "bench_slow": bench_slow_job}
 
-    def enqueue_one(self, i: int, sleep_ms: int = 0) -> None:
-        self.job.enqueue(i=i, sleep_ms=sleep_ms)
+    def enqueue_one(self, i: int, sleep_ms: int = 0, task: str = "bench") -> None:
+        self.jobs[task].enqueue(i=i, sleep_ms=sleep_ms)
 
-    def enqueue_bulk(self, jobs: Sequence[Job]) -> None:
-        self.job.enqueue_many([{"i": i, "sleep_ms": sleep_ms} for i, sleep_ms in jobs])
+    def enqueue_bulk(self, jobs: Sequence[Job], task: str = "bench") -> None:
+        self.jobs[task].enqueue_many([{"i": i, "sleep_ms": sleep_ms} for i, sleep_ms in jobs])
 
     def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
         return [django_command("runworkers", "-n", str(n), *(["--burst"] if burst else []))]
@@ -76,3 +77,15 @@ class SQLQueue(System):
             },
             count,
         )
+
+
+class SQLQueueBatched(SQLQueue):
+    """The same, with successes recorded in batches (`SQLQUEUE["BATCH_COMPLETION"] = True`),
+    to show what recording each outcome before the next job costs."""
+
+    name = "sqlqueue_batch"
+    label = "django-sqlqueue, batch completion"
+    notes = (
+        "as django-sqlqueue, with BATCH_COMPLETION=True: successes are recorded per claimed "
+        "batch, so a killed worker re-runs the finished jobs of its batch"
+    )

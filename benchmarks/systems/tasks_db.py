@@ -22,25 +22,26 @@ class TasksDB(System):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        from ..jobsapp.dtasks import bench_task
+        from ..jobsapp.dtasks import bench_slow_task, bench_task
 
-        self.task = bench_task
+        self.tasks = {"bench": bench_task, "bench_slow": bench_slow_task}
 
-    def enqueue_one(self, i: int, sleep_ms: int = 0) -> None:
-        self.task.enqueue(i=i, sleep_ms=sleep_ms)
+    def enqueue_one(self, i: int, sleep_ms: int = 0, task: str = "bench") -> None:
+        self.tasks[task].enqueue(i=i, sleep_ms=sleep_ms)
 
-    def fill(self, jobs: Sequence[Job]) -> None:
+    def fill(self, jobs: Sequence[Job], task: str = "bench") -> None:
         """Untimed preparation: the same rows `enqueue` writes, bulk-inserted."""
         from django.utils import timezone
         from django_tasks_db.models import DBTaskResult, get_date_max
 
         now = timezone.now()
+        definition = self.tasks[task]
         rows = [
             DBTaskResult(
                 args_kwargs={"args": [], "kwargs": {"i": i, "sleep_ms": sleep_ms}},
-                priority=self.task.priority,
-                task_path=self.task.module_path,
-                queue_name=self.task.queue_name,
+                priority=definition.priority,
+                task_path=definition.module_path,
+                queue_name=definition.queue_name,
                 run_after=get_date_max(),
                 backend_name="default",
                 enqueued_at=now,

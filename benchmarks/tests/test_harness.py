@@ -12,9 +12,11 @@ import pytest
 
 from benchmarks import markers
 from benchmarks.cli import parse_args, plan
-from benchmarks.report import pivot, summary
+from benchmarks.report import pivot, summary, table
+from benchmarks.scenarios import variant_label
 from benchmarks.scenarios.latency import percentile
 from benchmarks.scenarios.mix import sleep_ms
+from benchmarks.scenarios.startup import first_start, summarise
 from benchmarks.systems.seeding import _series
 
 
@@ -120,6 +122,34 @@ def test_pivot_leaves_failed_runs_out_of_the_median() -> None:
     assert "| 20.0 (10.0-30.0) |" in pivot(results)
 
 
+def test_both_of_our_modes_stand_side_by_side_in_the_tables() -> None:
+    def result(system: str, rate: float) -> dict:
+        return {
+            "db": "postgres",
+            "scenario": "drain",
+            "params": {"jobs": 3000, "workers": 4},
+            "system": system,
+            "status": "ok",
+            "problems": "",
+            "metrics": {"jobs_per_s": rate},
+            "loadavg_before": [0.1, 0, 0],
+        }
+
+    results = [
+        result("tasks_db", 150.0),
+        result("sqlqueue_batch", 5000.0),
+        result("sqlqueue", 4000.0),
+    ]
+    header, _, row = pivot(results).splitlines()
+    assert header == (
+        "| DB | scenario | variant | django-sqlqueue | django-sqlqueue, batch completion "
+        "| django-tasks-db |"
+    )
+    assert row == "| postgres | drain | jobs=3000 workers=4 | 4,000 | 5,000 | 150 |"
+    systems = [line.split(" | ")[3] for line in table(results).splitlines()[2:]]
+    assert systems == ["django-sqlqueue", "django-sqlqueue, batch completion", "django-tasks-db"]
+
+
 def test_percentile_and_mix_sleeps() -> None:
     assert percentile(list(range(101)), 0.95) == 95
     sleeps = [sleep_ms(i) for i in range(1000)]
@@ -130,3 +160,49 @@ def test_percentile_and_mix_sleeps() -> None:
 def test_sqlite_series_yields_exactly_count_rows(count: int) -> None:
     conn = sqlite3.connect(":memory:")
     assert conn.execute(f"SELECT count(*) FROM {_series('sqlite', count)}").fetchone()[0] == count
+
+
+def test_startup_is_measured_to_the_first_marker() -> None:
+    marks = [(3, 105.75), (1, 100.25), (2, 101.0)]
+    assert first_start(marks, since=100.0) == 0.25
+    assert first_start([], since=100.0) != first_start([], since=100.0)  # NaN: nothing ran
+
+
+def test_startup_summary_leaves_starts_that_ran_nothing_out() -> None:
+    nan = float("nan")
+    assert summarise([0.4, nan, 0.2, 0.3]) == {
+        "startup_s": 0.3,
+        "startup_min_s": 0.2,
+        "startup_max_s": 0.4,
+    }
+    assert all(value != value for value in summarise([nan]).values())
+
+
+def test_startup_runs_every_system_where_it_exists() -> None:
+    steps = plan(parse_args(["run", "--scenarios", "startup", "--quick", "--no-warmup"]))
+    assert {(s["db"], s["system"]) for s in steps} == {
+        ("sqlite", "sqlqueue"),
+        ("sqlite", "tasks_db"),
+        ("sqlite", "huey"),
+        ("postgres", "sqlqueue"),
+        ("postgres", "tasks_db"),
+        ("postgres", "procrastinate"),
+        ("mysql", "sqlqueue"),
+        ("mysql", "tasks_db"),
+    }
+    assert {variant_label(s["params"]) for s in steps} == {"workers=1 starts=2"}
+    full = plan(parse_args(["run", "--db", "sqlite", "--scenarios", "startup", "--no-warmup"]))
+    assert sorted({s["params"]["workers"] for s in full}) == [1, 4]
+
+
+def test_ours_with_batch_completion_runs_only_where_a_scenario_asks() -> None:
+    steps = plan(
+        parse_args(
+            ["run", "--db", "sqlite", "--scenarios", "drain,latency", "--quick", "--runs", "1"]
+        )
+    )
+    drain = [s["system"] for s in steps if s["scenario"] == "drain" and not s["warmup"]]
+    latency = {s["system"] for s in steps if s["scenario"] == "latency"}
+    assert drain[:2] == ["sqlqueue", "sqlqueue_batch"]
+    assert "sqlqueue_batch" not in latency
+    assert "sqlqueue_batch" not in {s["system"] for s in steps if s["warmup"]}

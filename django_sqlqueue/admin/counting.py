@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.paginator import Paginator
-from django.db import DatabaseError, connections
+from django.core.paginator import Page, Paginator
 from django.db.models import Model, QuerySet
 from django.utils.functional import cached_property
+
+from ..databases import queue_database
 
 #: Rows counted exactly before the list says "more than".
 COUNT_CAP = 10_000
@@ -28,42 +29,8 @@ def bounded_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> int:
 
 
 def estimated_table_rows(model: type[Model], alias: str) -> int | None:
-    """The database's own estimate of the table's row count, or None where it has none.
-
-    PostgreSQL keeps one in pg_class (refreshed by autovacuum and ANALYZE), MySQL and MariaDB
-    in information_schema; SQLite only after ANALYZE has filled sqlite_stat1.
-    """
-    connection = connections[alias]
-    table = model._meta.db_table
-    if connection.vendor == "postgresql":
-        sql = "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)"
-        params = [connection.ops.quote_name(table)]
-    elif connection.vendor == "mysql":
-        sql = (
-            "SELECT table_rows FROM information_schema.tables "
-            "WHERE table_schema = DATABASE() AND table_name = %s"
-        )
-        params = [table]
-    elif connection.vendor == "sqlite":
-        sql = "SELECT stat FROM sqlite_stat1 WHERE tbl = %s LIMIT 1"
-        params = [table]
-    else:
-        return None
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
-    except DatabaseError:
-        # Only SQLite gets here (no ANALYZE yet, so no sqlite_stat1); a failed read does
-        # not end its transaction.
-        return None
-    if not row or row[0] is None:
-        return None
-    try:
-        value = int(str(row[0]).split()[0])
-    except ValueError:
-        return None
-    return value if value >= 0 else None
+    """The database's own estimate of the table's row count, or None where it has none."""
+    return queue_database(alias).estimated_rows(model._meta.db_table)
 
 
 class JobPaginator(Paginator):
@@ -80,14 +47,23 @@ class JobPaginator(Paginator):
     cap = COUNT_CAP
     count_kind = EXACT
 
-    def __init__(self, *args: Any, first_page: bool = False, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        queryset: QuerySet[Any],
+        per_page: int,
+        orphans: int = 0,
+        allow_empty_first_page: bool = True,
+        *,
+        first_page: bool = False,
+    ) -> None:
+        super().__init__(queryset, per_page, orphans, allow_empty_first_page)
+        self.queryset = queryset
         self.first_page = first_page
         self.first_rows: list[Any] | None = None
 
     @cached_property
     def count(self) -> int:
-        queryset = self.object_list
+        queryset = self.queryset
         if self.first_page:
             self.first_rows = list(queryset[: self.per_page + 1])
             if len(self.first_rows) <= self.per_page:
@@ -115,8 +91,8 @@ class JobPaginator(Paginator):
             and (self.count == len(self.first_rows))
         )
 
-    def page(self, number: Any) -> Any:
+    def page(self, number: int | str) -> Page[Any]:
         number = self.validate_number(number)
         if number == 1 and self.first_rows is not None:
-            return self._get_page(self.first_rows, number, self)
+            return Page(self.first_rows, number, self)
         return super().page(number)

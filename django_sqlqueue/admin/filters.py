@@ -8,17 +8,22 @@ choices from the registry, the settings and the live workers.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.db import connections
 from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from ..conf import get_settings
 from ..models import Job, Worker
 from ..registry import registry
 from ..states import CLAIMABLE, Status
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 #: Distinct job names listed in the filter; beyond this, search by name.
 MAX_NAME_CHOICES = 200
@@ -63,10 +68,12 @@ class ValueFilter(admin.SimpleListFilter):
 
     field_name = ""
 
-    def choices_for(self, request: Any) -> list[str]:
+    def choices_for(self, request: HttpRequest) -> list[str]:
         raise NotImplementedError
 
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
         # Filters are built more than once per page view (the summary bar rebuilds them):
         # read the choices once per request.
         cache = request.__dict__.setdefault("_sqlqueue_filter_choices", {})
@@ -77,42 +84,44 @@ class ValueFilter(admin.SimpleListFilter):
             values.add(self.value())
         return [(value, value) for value in sorted(values)]
 
-    def queryset(self, request: Any, queryset: QuerySet[Job]) -> QuerySet[Job]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> QuerySet[Job]:
         if self.value():
             return queryset.filter(**{self.field_name: self.value()})
         return queryset
 
 
 class QueueFilter(ValueFilter):
-    title = "queue"
+    title = _("queue")
     parameter_name = "queue"
     field_name = "queue"
 
-    def choices_for(self, request: Any) -> list[str]:
+    def choices_for(self, request: HttpRequest) -> list[str]:
         return known_queues(get_settings().database)
 
 
 class NameFilter(ValueFilter):
-    title = "job name"
+    title = _("job name")
     parameter_name = "name"
     field_name = "name"
 
-    def choices_for(self, request: Any) -> list[str]:
+    def choices_for(self, request: HttpRequest) -> list[str]:
         return sorted(set(distinct_names(get_settings().database)) | set(registry.names()))
 
 
 class IdempotencyKeyFilter(admin.SimpleListFilter):
     """Shown only while in use: the job page links to `?idempotency_key=<key>`."""
 
-    title = "idempotency key"
+    title = _("idempotency key")
     parameter_name = "idempotency_key"
 
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
         # A filter without choices is dropped by Django, and its parameter with it.
         value = self.value()
         return [(value, value)] if value else []
 
-    def queryset(self, request: Any, queryset: QuerySet[Job]) -> QuerySet[Job]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> QuerySet[Job]:
         if self.value():
             return queryset.filter(idempotency_key=self.value())
         return queryset
@@ -121,13 +130,15 @@ class IdempotencyKeyFilter(admin.SimpleListFilter):
 class StuckFilter(admin.SimpleListFilter):
     """Running jobs whose lease has expired: their worker stopped renewing it."""
 
-    title = "stuck"
+    title = _("stuck")
     parameter_name = "stuck"
 
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", "Running past its lease")]
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, StrOrPromise]]:
+        return [("yes", _("Running past its lease"))]
 
-    def queryset(self, request: Any, queryset: QuerySet[Job]) -> QuerySet[Job]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> QuerySet[Job]:
         if self.value() == "yes":
             return queryset.filter(status=Status.RUNNING, lease_expires_at__lt=timezone.now())
         return queryset
@@ -136,35 +147,18 @@ class StuckFilter(admin.SimpleListFilter):
 class ScheduleFilter(admin.SimpleListFilter):
     """Waiting jobs by when they may run: later (delayed or backing off) or already due."""
 
-    title = "scheduled"
+    title = _("scheduled")
     parameter_name = "scheduled"
 
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        return [("future", "In the future"), ("due", "Due now, waiting for a worker")]
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, StrOrPromise]]:
+        return [("future", _("In the future")), ("due", _("Due now, waiting for a worker"))]
 
-    def queryset(self, request: Any, queryset: QuerySet[Job]) -> QuerySet[Job]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> QuerySet[Job]:
         waiting = queryset.filter(status__in=list(CLAIMABLE))
         if self.value() == "future":
             return waiting.filter(run_at__gt=timezone.now())
         if self.value() == "due":
             return waiting.filter(run_at__lte=timezone.now())
-        return queryset
-
-
-class StaleWorkerFilter(admin.SimpleListFilter):
-    """Workers whose heartbeat is older than three heartbeat intervals."""
-
-    title = "heartbeat"
-    parameter_name = "heartbeat"
-
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        return [("alive", "Alive"), ("stale", "Stale")]
-
-    def queryset(self, request: Any, queryset: QuerySet[Worker]) -> QuerySet[Worker]:
-        from .workers import stale_before
-
-        if self.value() == "alive":
-            return queryset.filter(last_seen_at__gte=stale_before())
-        if self.value() == "stale":
-            return queryset.filter(last_seen_at__lt=stale_before())
         return queryset

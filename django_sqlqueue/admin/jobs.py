@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin.options import ShowFacets
 from django.db.models import QuerySet
-from django.http import HttpResponse
-from django.urls import path
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, path
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from ..conf import get_settings
 from ..models import Job
+from ..states import CLAIMABLE, Status
 from . import display
-from .changelist import JobChangeList
+from .changelist import ERROR_PREVIEW, JobChangeList
 from .counting import JobPaginator
+from .dashboard import dashboard_view
 from .filters import (
     IdempotencyKeyFilter,
     NameFilter,
@@ -26,12 +32,18 @@ from .filters import (
     StuckFilter,
 )
 from .job_actions import JobActionsMixin
-from .job_detail import JobDetailMixin
+from .job_detail import JobDetailMixin, job_url
 from .purge_old import PurgeOldMixin
+from .query_guard import QueryGuardMixin
 from .search import HELP_TEXT as SEARCH_HELP_TEXT
 from .search import search_q
+from .template_names import includes, template_names
 
-DATE_FIELDS = (("created_at", "created"), ("run_at", "run at"), ("finished_at", "finished"))
+DATE_FIELDS = (
+    ("created_at", gettext_lazy("created")),
+    ("run_at", gettext_lazy("run at")),
+    ("finished_at", gettext_lazy("finished")),
+)
 
 
 def date_filters() -> list[tuple[str, Any]]:
@@ -43,48 +55,47 @@ def date_filters() -> list[tuple[str, Any]]:
     return [(field, admin.DateFieldListFilter) for field, _ in DATE_FIELDS]
 
 
-class JobAdmin(JobActionsMixin, PurgeOldMixin, JobDetailMixin, admin.ModelAdmin):
+class JobAdmin(QueryGuardMixin, JobActionsMixin, PurgeOldMixin, JobDetailMixin, admin.ModelAdmin):
+    # Six columns that fit beside the filters on a 1280 px screen: the queue and priority
+    # under the name, the attempts beside the status, when it is due under when it was
+    # created, how long it took under when it finished, and the error cut to one line.
     list_display = (
         "id",
-        "name",
-        "queue",
-        "status_badge",
-        "priority",
-        "attempts_display",
-        "run_at_column",
+        "job_column",
+        "status_column",
         "created_column",
         "finished_column",
-        "duration_display",
         "error_column",
     )
-    list_display_links = ("id", "name")
-    # Only the primary key orders a million rows from an index; the other columns sort
-    # whatever the filters leave.
-    sortable_by = ("id", "priority", "run_at_column", "created_column", "finished_column")
+    list_display_links = ("id",)
+    # The primary key, (name, -id) and (status, -id) indexes order a million rows; the times
+    # sort whatever the filters leave.
+    sortable_by = ("id", "job_column", "status_column", "created_column", "finished_column")
     ordering = ("-id",)
     search_help_text = SEARCH_HELP_TEXT
     list_per_page = 100
     show_full_result_count = False
     show_facets = ShowFacets.NEVER
     paginator = JobPaginator
-    change_list_template = "django_sqlqueue/admin/job_change_list.html"
-    change_form_template = "django_sqlqueue/admin/job_change_form.html"
+    # A project's admin/<app>/<model>/ or admin/<app>/ template first, as Django does.
+    change_list_template = template_names(Job._meta, "change_list.html")
+    change_form_template = template_names(Job._meta, "change_form.html")
 
     class Media:
         css = {"all": ("django_sqlqueue/admin.css",)}
 
     # Read-only: jobs are made by enqueue() and changed by workers and the actions only.
 
-    def has_add_permission(self, request: Any) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: Any, obj: Job | None = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: Any, obj: Job | None = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
         return False
 
-    def get_list_filter(self, request: Any) -> tuple[Any, ...]:
+    def get_list_filter(self, request: HttpRequest) -> tuple[Any, ...]:
         return (
             ("status", admin.ChoicesFieldListFilter),
             QueueFilter,
@@ -95,32 +106,44 @@ class JobAdmin(JobActionsMixin, PurgeOldMixin, JobDetailMixin, admin.ModelAdmin)
             IdempotencyKeyFilter,
         )
 
-    def get_queryset(self, request: Any) -> QuerySet[Job]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return super().get_queryset(request).using(get_settings().database)
 
     def get_paginator(
-        self, request: Any, queryset: Any, per_page: int, orphans: int = 0, **kwargs: Any
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Job],
+        per_page: int,
+        orphans: int = 0,
+        allow_empty_first_page: bool = True,
     ) -> JobPaginator:
         first_page = request.GET.get("p", "1") == "1" and "all" not in request.GET
-        return JobPaginator(queryset, per_page, orphans, first_page=first_page, **kwargs)
+        return JobPaginator(
+            queryset, per_page, orphans, allow_empty_first_page, first_page=first_page
+        )
 
-    def get_changelist(self, request: Any, **kwargs: Any) -> type[JobChangeList]:
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[JobChangeList]:
         return JobChangeList
 
-    def get_search_fields(self, request: Any) -> tuple[str, ...]:
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
         return ("name",)  # any value: makes the search box appear; get_search_results searches
 
     def get_search_results(
-        self, request: Any, queryset: QuerySet[Job], search_term: str
+        self, request: HttpRequest, queryset: QuerySet[Job], search_term: str
     ) -> tuple[QuerySet[Job], bool]:
         condition = search_q(search_term)
         if condition is None:
             return queryset, False
         return queryset.filter(condition), False
 
-    def get_urls(self) -> list[Any]:
+    def get_urls(self) -> list[URLPattern]:
         view = self.admin_site.admin_view
         return [
+            path(
+                "dashboard/",
+                view(partial(dashboard_view, self)),
+                name="django_sqlqueue_dashboard",
+            ),
             path(
                 "purge-finished/", view(self.purge_old_view), name="django_sqlqueue_job_purge_old"
             ),
@@ -132,7 +155,9 @@ class JobAdmin(JobActionsMixin, PurgeOldMixin, JobDetailMixin, admin.ModelAdmin)
             *super().get_urls(),
         ]
 
-    def changelist_view(self, request: Any, extra_context: dict | None = None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         if request.method == "POST":
             self.refuse_forged_action(request)
         response = super().changelist_view(request, extra_context)
@@ -142,10 +167,15 @@ class JobAdmin(JobActionsMixin, PurgeOldMixin, JobDetailMixin, admin.ModelAdmin)
             context["summary"] = cl.summary_context(request)
             context["pagination"] = cl.pagination_context()
             context["can_purge"] = self.has_purge_permission(request)
+            context["sq_templates"] = includes(self.opts)
         return response
 
     def change_view(
-        self, request: Any, object_id: str, form_url: str = "", extra_context: dict | None = None
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         response = super().change_view(request, object_id, form_url, extra_context)
         context = getattr(response, "context_data", None)
@@ -157,20 +187,77 @@ class JobAdmin(JobActionsMixin, PurgeOldMixin, JobDetailMixin, admin.ModelAdmin)
 
     # List columns ----------------------------------------------------------------------
 
-    @admin.display(description="run at", ordering="run_at")
-    def run_at_column(self, obj: Job) -> SafeString | str:
-        return display.compact_moment(obj.run_at)
+    @admin.display(description=gettext_lazy("job"), ordering="name")
+    def job_column(self, obj: Job) -> SafeString:
+        """The name, linked; under it the queue, and the priority when it is not 0."""
+        details = [obj.queue]
+        if obj.priority:
+            details.append(_("priority %(priority)d") % {"priority": obj.priority})
+        return format_html(
+            '<a href="{}" class="sq-name" title="{}">{}</a><span class="sq-sub">{}</span>',
+            job_url(obj.pk),
+            obj.name,
+            obj.name,
+            " · ".join(details),
+        )
 
-    @admin.display(description="created", ordering="created_at")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
+    def status_column(self, obj: Job) -> SafeString:
+        """The status badge; under it the attempts made, out of the most allowed, and for a
+        running job how far it got and whether someone asked to cancel it."""
+        return format_html(
+            '{}<span class="sq-sub sq-attempts" title="{}">{}</span>{}',
+            display.status_badge(obj.status),
+            _("attempts made, out of the most allowed"),
+            ngettext(
+                "%(attempts)d/%(max)d attempt", "%(attempts)d/%(max)d attempts", obj.max_attempts
+            )
+            % {"attempts": obj.attempts, "max": obj.max_attempts},
+            display.running_note(obj) if obj.status == Status.RUNNING else "",
+        )
+
+    @admin.display(description=gettext_lazy("created"), ordering="created_at")
     def created_column(self, obj: Job) -> SafeString | str:
-        return display.compact_moment(obj.created_at)
+        """When it was created; under it, when a waiting job will run if that is later."""
+        created = display.compact_moment(obj.created_at)
+        if obj.status not in CLAIMABLE or obj.run_at <= timezone.now():
+            return created
+        label = _("retry %(when)s") if obj.status == Status.FAILED else _("due %(when)s")
+        return format_html(
+            '{}<span class="sq-sub" title="{}">{}</span>',
+            created,
+            display.full_time(obj.run_at),
+            label % {"when": display.relative(obj.run_at)},
+        )
 
-    @admin.display(description="finished", ordering="finished_at")
+    @admin.display(description=gettext_lazy("finished"), ordering="finished_at")
     def finished_column(self, obj: Job) -> SafeString | str:
-        return display.compact_moment(obj.finished_at)
+        """When it finished and how long its last attempt took; a running job's time so far."""
+        if obj.status == Status.RUNNING and obj.started_at:
+            running = display.human_seconds((timezone.now() - obj.started_at).total_seconds())
+            return format_html(
+                '{}<span class="sq-sub">{}</span>',
+                display.EMPTY,
+                _("running %(duration)s") % {"duration": running},
+            )
+        if obj.finished_at is None:
+            return display.EMPTY
+        if obj.duration is None:  # cancelled before it ever ran
+            return display.compact_moment(obj.finished_at)
+        return format_html(
+            '{}<span class="sq-sub" title="{}">{}</span>',
+            display.compact_moment(obj.finished_at),
+            _("how long the last attempt took"),
+            _("took %(duration)s") % {"duration": display.human_seconds(obj.duration)},
+        )
 
-    @admin.display(description="last error")
+    @admin.display(description=gettext_lazy("last error"))
     def error_column(self, obj: Job) -> SafeString | str:
+        """The error's first line, cut by the column's width; the start of it all on hover."""
         preview = getattr(obj, "error_preview", None)
-        line = display.first_line(preview if preview is not None else obj.last_error, 80)
-        return format_html('<span class="sq-error-line">{}</span>', line) if line else display.EMPTY
+        text = (preview if preview is not None else obj.last_error or "").strip()
+        if not text:
+            return display.EMPTY
+        hover = text if len(text) < ERROR_PREVIEW else text + "…"
+        line = display.short_error(display.first_line(text, 300))
+        return format_html('<span class="sq-error-line" title="{}">{}</span>', hover, line)

@@ -1,15 +1,16 @@
 """What the job list's search box matches.
 
-A number is a job id: looking it up by primary key is instant on any table, whereas text in
-the arguments can only be found by reading every row. Quote a number to search the arguments
-for it.
+A number (in ASCII digits) is a job id: looking it up by primary key is instant on any table,
+whereas text in the arguments can only be found by reading every row. Quote a number to search
+the arguments for it.
 """
 
 from __future__ import annotations
 
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
-HELP_TEXT = (
+HELP_TEXT = _(
     "A job id (1234), an idempotency key, a job name or part of one, or text in the arguments. "
     'Put a number in quotes ("4711") to find it in the arguments. Text searches read every job: '
     "narrow the list with filters first on a large table."
@@ -26,7 +27,9 @@ def search_q(term: str) -> Q | None:
         text = term[1:-1]
         return Q(args__icontains=text) | Q(kwargs__icontains=text) if text else None
     digits = term.removeprefix("#")
-    if digits.isdigit() and int(digits) <= MAX_ID:
+    # ASCII digits only: `int()` refuses superscripts ("²" is a digit to `isdigit()`) and more
+    # than 4,300 digits with ValueError; such terms, and other scripts' digits, are text.
+    if digits.isascii() and digits.isdigit() and len(digits) <= 19 and int(digits) <= MAX_ID:
         return Q(pk=int(digits)) | Q(idempotency_key=term)
     return (
         Q(name__icontains=term)

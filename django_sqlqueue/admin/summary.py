@@ -16,10 +16,12 @@ from datetime import datetime
 from django.db import connections
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.formats import number_format
 
 from ..models import Job
 from ..states import Status
 from .counting import COUNT_CAP
+from .display import short_status
 
 #: The cap when filters other than the status, or a search, are in force.
 FILTERED_CAP = 1_000
@@ -28,14 +30,19 @@ FILTERED_CAP = 1_000
 @dataclass(frozen=True)
 class StatusCount:
     status: str
-    label: str
     count: int
     capped: bool
     cap: int
 
     @property
+    def label(self) -> str:
+        return short_status(self.status)
+
+    @property
     def text(self) -> str:
-        return f"{self.cap:,}+" if self.capped else f"{self.count:,}"
+        if self.capped:
+            return number_format(self.cap, force_grouping=True) + "+"
+        return number_format(self.count, force_grouping=True)
 
 
 @dataclass(frozen=True)
@@ -71,10 +78,7 @@ def status_counts(queryset: QuerySet[Job], cap: int | None = None) -> list[Statu
         found = {status: int(n) for status, n in cursor.fetchall()}
     if sum(found.values()) > cap:
         return capped_status_counts(queryset, cap)
-    return [
-        StatusCount(s.value, s.value.capitalize(), found.get(s.value, 0), False, cap)
-        for s in Status
-    ]
+    return [StatusCount(s.value, found.get(s.value, 0), False, cap) for s in Status]
 
 
 def capped_status_counts(queryset: QuerySet[Job], cap: int) -> list[StatusCount]:
@@ -92,7 +96,7 @@ def capped_status_counts(queryset: QuerySet[Job], cap: int) -> list[StatusCount]
         cursor.execute("SELECT " + ", ".join(columns), params)
         row = cursor.fetchone()
     return [
-        StatusCount(status.value, status.value.capitalize(), min(int(n), cap), int(n) > cap, cap)
+        StatusCount(status.value, min(int(n), cap), int(n) > cap, cap)
         for status, n in zip(Status, row, strict=True)
     ]
 
@@ -100,10 +104,7 @@ def capped_status_counts(queryset: QuerySet[Job], cap: int) -> list[StatusCount]
 def counts_of_rows(jobs: Iterable[Job]) -> list[StatusCount]:
     """Jobs per status among jobs already read (every match fitted on one page)."""
     found = Counter(job.status for job in jobs)
-    return [
-        StatusCount(s.value, s.value.capitalize(), found.get(s.value, 0), False, COUNT_CAP)
-        for s in Status
-    ]
+    return [StatusCount(s.value, found.get(s.value, 0), False, COUNT_CAP) for s in Status]
 
 
 def backlog_of_rows(jobs: Iterable[Job], now: datetime | None = None) -> Backlog | None:

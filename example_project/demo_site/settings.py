@@ -105,6 +105,14 @@ SQLQUEUE = {
     "BACKOFF_BASE": 1.0,
     "BACKOFF_MAX": 20.0,
     "LEASE_SECONDS": 30,
+    # A recurring job, enqueued by the supervisors every minute (admin: Job queue, Schedules).
+    "SCHEDULES": {
+        "inventory-sync": {
+            "job": "shop.sync_inventory",
+            "cron": "* * * * *",
+            "kwargs": {"sku": "TEA-001", "failure_rate": 0.2},
+        },
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -14,7 +14,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from django_sqlqueue import Job
-from django_sqlqueue.services import status_summary
+from django_sqlqueue.queries import status_summary
 
 from .enqueuers import ENQUEUERS
 

@@ -1,8 +1,12 @@
-"""Headless Debian Chromium driven by Selenium, and static files for the live server.
+"""Headless Debian Chromium driven by Selenium, static files for the live server, the
+example project's jobs, and where screenshots go.
 
 Without Chromium, chromedriver or selenium the browser tests skip on a developer's machine
 but fail when CI=true: CI must not pass by running nothing (scripts/install_browser.sh
 installs the browser).
+
+Screenshots go to a temporary folder unless SQLQUEUE_SCREENSHOTS names one
+(`scripts/test.sh --screenshots` points it at docs/img).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import pytest
 from django.apps import apps
 from django.conf import settings
 from django.test.utils import override_settings
+
+from .seed import example_jobs_only
 
 CHROMIUM = Path(os.environ.get("SQLQUEUE_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("SQLQUEUE_CHROMEDRIVER", "/usr/bin/chromedriver"))
@@ -96,3 +102,21 @@ def browser(browser_available: None) -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def example_jobs() -> Iterator[list[str]]:
+    """Only the example project's jobs are registered (they fill the name filter)."""
+    with example_jobs_only() as names:
+        yield names
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SQLQUEUE_SCREENSHOTS when set (docs/img, on request), a temporary folder otherwise."""
+    chosen = os.environ.get("SQLQUEUE_SCREENSHOTS")
+    if not chosen:
+        return tmp_path_factory.mktemp("screenshots")
+    folder = Path(chosen)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

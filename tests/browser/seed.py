@@ -1,27 +1,75 @@
-"""A small, realistic queue for the browser test and the screenshots in docs/admin.md."""
+"""A small, realistic queue of the example project's jobs, for the browser test and the
+screenshots in docs/admin.md.
+
+Only the jobs of example_project/shop/jobs.py are registered while it is in use (the test
+suite's own jobs, with names such as `tests.segfault`, would fill the name filter), and every
+row uses their names, queues and arguments.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 from django.utils import timezone
 
 from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.registry import JobHandler, registry
 from django_sqlqueue.states import Status
 
+EXAMPLE_JOBS = Path(__file__).resolve().parents[2] / "example_project" / "shop" / "jobs.py"
+
+WELCOME, REPORT, SYNC = "shop.send_welcome_email", "shop.build_sales_report", "shop.sync_inventory"
+
+RUNNER = "/srv/shop/.venv/lib/python3.12/site-packages/django_sqlqueue/runtime/runner.py"
 TRACEBACK = """Traceback (most recent call last):
-  File "/srv/app/django_sqlqueue/execution.py", line 88, in run_handler
-    return handler(*job.args, **job.kwargs)
-  File "/srv/app/billing/jobs.py", line 41, in charge_card
-    receipt = gateway.charge(customer_id, amount_cents)
-  File "/srv/app/billing/gateway.py", line 17, in charge
-    raise GatewayError(f"card declined for customer {customer_id}: {code}")
-billing.gateway.GatewayError: card declined for customer 4711: insufficient_funds
+  File "{runner}", line 84, in run
+    result = self.handler.func(*args, **job.kwargs)
+  File "/srv/shop/shop/jobs.py", line 65, in sync_inventory
+    raise SupplierUnavailable(f"supplier API timed out while syncing {{sku}}")
+shop.jobs.SupplierUnavailable: supplier API timed out while syncing {sku}
 """
+CUSTOMERS = ("Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia")
+SKUS = ("TEA-EARLGREY-250", "TEA-SENCHA-100", "COF-ETHIOPIA-500", "MUG-STONE-01")
 
 
-def attempt(number: int, worker: str, start: datetime, seconds: float, outcome: str, error: str):
+@contextmanager
+def example_jobs_only() -> Iterator[list[str]]:
+    """Register the example project's jobs instead of the test suite's, for the duration."""
+    saved = {name: registry.get(name) for name in registry.names()}
+    for name in saved:
+        registry.unregister(name)
+    try:
+        spec = importlib.util.spec_from_file_location("example_shop_jobs", EXAMPLE_JOBS)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # its @job decorators register the shop's jobs
+        names = registry.names()
+        assert names == sorted(
+            h.name for h in vars(module).values() if isinstance(h, JobHandler)
+        ), names
+        yield names
+    finally:
+        for name in registry.names():
+            registry.unregister(name)
+        for handler in saved.values():
+            registry.register(handler)
+
+
+def attempt(
+    number: int, worker: str, start: datetime, seconds: float, outcome: str, sku: str = ""
+) -> dict[str, Any]:
+    error = {
+        "error": f"shop.jobs.SupplierUnavailable: supplier API timed out while syncing {sku}",
+        "lost": f"Worker {worker} stopped renewing its lease (it crashed, was killed or hung); "
+        "the attempt is counted as failed.",
+        "timeout": "TimeoutError: job ran longer than its 120s timeout",
+    }.get(outcome, "")
     return {
         "attempt": number,
         "worker": worker,
@@ -29,26 +77,27 @@ def attempt(number: int, worker: str, start: datetime, seconds: float, outcome: 
         "finished_at": (start + timedelta(seconds=seconds)).isoformat(),
         "outcome": outcome,
         "error": error,
-        "traceback": TRACEBACK if outcome == "error" else "",
+        "traceback": TRACEBACK.format(runner=RUNNER, sku=sku) if outcome == "error" else "",
+        "exception": "shop.jobs.SupplierUnavailable" if outcome == "error" else "",
     }
 
 
 @dataclass
 class Seeded:
-    dead_recent: Job
-    dead_recent_other: Job
+    dead_recent: Job  # sync_inventory: dead, requeued once, dead again (two runs)
+    dead_recent_other: Job  # build_sales_report: dead on a timeout
     dead_old: Job
+    failed: Job
     running: Job
     pending: list[Job]
 
 
 def seed_queue(now: datetime | None = None) -> Seeded:
     now = now or timezone.now()
-    jobs: list[Job] = []
 
-    def add(status: str, name: str, queue: str, age: timedelta, **fields) -> Job:
+    def add(status: str, name: str, queue: str, age: timedelta, **fields: Any) -> Job:
         created = now - age
-        values = {
+        values: dict[str, Any] = {
             "name": name,
             "queue": queue,
             "status": status,
@@ -57,155 +106,153 @@ def seed_queue(now: datetime | None = None) -> Seeded:
             "updated_at": created,
         }
         if status in (Status.COMPLETED, Status.DEAD, Status.CANCELLED):
+            took = fields.pop("took", 0.4)
             values.update(started_at=created + timedelta(seconds=1), attempts=1)
-            values.update(finished_at=created + timedelta(seconds=1 + fields.pop("took", 0.4)))
+            values.update(finished_at=created + timedelta(seconds=1 + took))
         values.update(fields)
-        job = Job.objects.create(**values)
-        jobs.append(job)
-        return job
+        return Job.objects.create(**values)
 
-    for i in range(12):
+    for i, customer in enumerate(CUSTOMERS):
         add(
             Status.COMPLETED,
-            "mail.send_welcome",
+            WELCOME,
             "mail",
-            timedelta(minutes=50 - i * 3),
-            kwargs={"user_id": 1000 + i, "template": "welcome"},
-            result={"message_id": f"<{9000 + i}@mail.example.org>"},
-            took=0.2 + i / 10,
+            timedelta(minutes=58 - i * 5),
+            kwargs={"to": f"{customer.lower()}@example.org", "name": customer},
+            result={"to": f"{customer.lower()}@example.org", "sent": 1},
+            took=0.15 + i / 50,
         )
-    for i in range(4):
+    for i, days in enumerate((1, 7, 30)):
         add(
             Status.COMPLETED,
-            "images.thumbnail",
+            REPORT,
+            "reports",
+            timedelta(minutes=52 - i * 11),
+            kwargs={"days": days},
+            max_attempts=2,
+            result={"days": days, "orders": 48 * days, "revenue": 1187.5 * days},
+            took=3.1 + i,
+        )
+    for i, sku in enumerate(SKUS):
+        add(
+            Status.COMPLETED,
+            SYNC,
             "default",
-            timedelta(minutes=40 - i * 5),
-            args=[f"uploads/2026/photo-{i}.jpg", 320],
-            took=1.5 + i,
+            timedelta(minutes=45 - i * 7),
+            kwargs={"sku": sku},
+            max_attempts=3,
+            result={"sku": sku, "in_stock": 12 + i * 7},
+            took=0.6 + i / 10,
         )
     dead_old = add(
         Status.DEAD,
-        "billing.charge_card",
-        "billing",
+        SYNC,
+        "default",
         timedelta(days=12),
-        kwargs={"customer_id": 4650, "amount_cents": 1999},
-        attempts=5,
-        last_error="billing.gateway.GatewayError: card expired for customer 4650",
+        kwargs={"sku": "MUG-STONE-02"},
+        attempts=3,
+        max_attempts=3,
+        last_error="shop.jobs.SupplierUnavailable: supplier API timed out while syncing "
+        "MUG-STONE-02",
     )
+    sku = "TEA-EARLGREY-250"
+    workers = ("web-1:3121:w0", "web-1:3121:w1", "web-2:877:w0")
     history = [
-        attempt(
-            1,
-            "web-1:3121:w0",
-            now - timedelta(minutes=30),
-            0.8,
-            "error",
-            "GatewayError: card declined for customer 4711: insufficient_funds",
-        ),
-        attempt(
-            2,
-            "web-1:3121:w1",
-            now - timedelta(minutes=29),
-            0.7,
-            "error",
-            "GatewayError: card declined for customer 4711: insufficient_funds",
-        ),
-        attempt(
-            3,
-            "web-2:877:w0",
-            now - timedelta(minutes=26),
-            60.0,
-            "lost",
-            "Worker web-2:877:w0 stopped renewing its lease (it crashed, was killed or hung); "
-            "the attempt is counted as failed.",
-        ),
+        attempt(1, workers[0], now - timedelta(minutes=39), 30.2, "error", sku),
+        attempt(2, workers[1], now - timedelta(minutes=38), 30.1, "error", sku),
+        attempt(3, workers[2], now - timedelta(minutes=37), 60.0, "lost", sku),
+        # Requeued from the admin: a new run, its attempts counted from 1 again.
+        attempt(1, workers[0], now - timedelta(minutes=29), 30.4, "error", sku),
+        attempt(2, workers[1], now - timedelta(minutes=28), 30.2, "error", sku),
+        attempt(3, workers[0], now - timedelta(minutes=27), 30.3, "error", sku),
     ]
     dead_recent = add(
         Status.DEAD,
-        "billing.charge_card",
-        "billing",
-        timedelta(minutes=31),
-        kwargs={"customer_id": 4711, "amount_cents": 4900, "currency": "EUR"},
+        SYNC,
+        "default",
+        timedelta(minutes=40),
+        kwargs={"sku": sku, "failure_rate": 0.5},
         attempts=3,
         max_attempts=3,
         history=history,
-        started_at=now - timedelta(minutes=26),
-        finished_at=now - timedelta(minutes=25),
+        started_at=now - timedelta(minutes=27),
+        finished_at=now - timedelta(minutes=27) + timedelta(seconds=30.3),
         last_error=history[-1]["error"],
-        idempotency_key="charge-order-88213",
+        idempotency_key=f"sync-{sku}-2026-11",
     )
     dead_recent_other = add(
         Status.DEAD,
-        "reports.nightly",
+        REPORT,
         "reports",
-        timedelta(minutes=20),
-        kwargs={"day": "2026-11-28"},
-        attempts=3,
-        max_attempts=3,
-        last_error="TimeoutError: job ran longer than its 600s timeout",
+        timedelta(minutes=24),
+        kwargs={"days": 365},
+        attempts=2,
+        max_attempts=2,
+        took=120.0,
+        last_error="TimeoutError: job ran longer than its 120s timeout",
         history=[
-            attempt(
-                1,
-                "web-1:3121:w0",
-                now - timedelta(minutes=19),
-                600,
-                "timeout",
-                "TimeoutError: job ran longer than its 600s timeout",
-            )
+            attempt(1, workers[0], now - timedelta(minutes=24), 120.0, "timeout"),
+            attempt(2, workers[1], now - timedelta(minutes=21), 120.0, "timeout"),
         ],
     )
-    add(
+    failed = add(
         Status.FAILED,
-        "mail.send_welcome",
+        WELCOME,
         "mail",
         timedelta(minutes=6),
-        kwargs={"user_id": 1042, "template": "welcome"},
+        kwargs={"to": "linus@example.org", "name": "Linus"},
         attempts=1,
         run_at=now + timedelta(minutes=2),
         last_error="SMTPServerDisconnected: Connection unexpectedly closed",
     )
     running = add(
         Status.RUNNING,
-        "reports.nightly",
+        REPORT,
         "reports",
         timedelta(minutes=3),
-        kwargs={"day": "2026-11-29"},
+        kwargs={"days": 90},
         attempts=1,
+        max_attempts=2,
         started_at=now - timedelta(minutes=2),
-        lease_owner="web-1:3121:w0",
+        lease_owner=workers[0],
         lease_expires_at=now + timedelta(seconds=50),
     )
     stuck = add(
         Status.RUNNING,
-        "images.thumbnail",
+        SYNC,
         "default",
         timedelta(minutes=9),
-        args=["uploads/2026/huge.tiff", 320],
+        kwargs={"sku": "COF-KENYA-250"},
         attempts=1,
+        max_attempts=3,
         started_at=now - timedelta(minutes=8),
-        lease_owner="web-2:877:w0",
+        lease_owner=workers[2],
         lease_expires_at=now - timedelta(minutes=6),
     )
     pending = [
         add(
             Status.PENDING,
-            "mail.send_welcome",
+            WELCOME,
             "mail",
             timedelta(minutes=4 - i),
-            kwargs={"user_id": 1100 + i},
+            kwargs={"to": f"{name.lower()}@example.org", "name": name},
         )
-        for i in range(3)
+        for i, name in enumerate(("Margaret", "John", "Sophie"))
     ]
     add(
         Status.PENDING,
-        "reports.weekly",
+        REPORT,
         "reports",
         timedelta(minutes=1),
+        kwargs={"days": 7},
+        max_attempts=2,
+        priority=5,
         run_at=now + timedelta(days=2),
     )
-    add(Status.CANCELLED, "mail.send_digest", "mail", timedelta(hours=3))
+    add(Status.CANCELLED, SYNC, "default", timedelta(hours=3), kwargs={"sku": "MUG-STONE-01"})
 
     Worker.objects.create(
-        id="web-1:3121:w0",
+        id=workers[0],
         hostname="web-1",
         pid=3121,
         queues="reports,mail",
@@ -215,16 +262,16 @@ def seed_queue(now: datetime | None = None) -> Seeded:
         jobs_done=1532,
     )
     Worker.objects.create(
-        id="web-1:3121:w1",
+        id=workers[1],
         hostname="web-1",
         pid=3122,
-        queues="mail,billing",
+        queues="mail,default",
         started_at=now - timedelta(hours=5),
         last_seen_at=now - timedelta(seconds=2),
         jobs_done=1490,
     )
     Worker.objects.create(
-        id="web-2:877:w0",
+        id=workers[2],
         hostname="web-2",
         pid=877,
         queues="",
@@ -233,4 +280,4 @@ def seed_queue(now: datetime | None = None) -> Seeded:
         jobs_done=88,
         current_job_id=stuck.pk,
     )
-    return Seeded(dead_recent, dead_recent_other, dead_old, running, pending)
+    return Seeded(dead_recent, dead_recent_other, dead_old, failed, running, pending)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django_sqlqueue.tasks_compat import task_finished, task_started
+from django_sqlqueue.tasks.compat import task_finished, task_started
 from tests.testapp.models import Execution
 
 SIGNAL_PREFIX = "signal:"

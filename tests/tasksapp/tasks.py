@@ -13,7 +13,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from django_sqlqueue.tasks_compat import task
+from django_sqlqueue.tasks.compat import task
 from tests.testapp.models import Execution
 
 from . import recorders  # noqa: F401 - the worker-side signal receivers
@@ -59,6 +59,8 @@ def fail_once(context: Any) -> dict[str, Any]:
         "id": context.task_result.id,
         "workers": len(context.task_result.worker_ids),
         "errors": len(context.task_result.errors),
+        "started_at": context.task_result.started_at.isoformat(),
+        "last_attempted_at": context.task_result.last_attempted_at.isoformat(),
     }
 
 

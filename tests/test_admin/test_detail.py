@@ -62,6 +62,7 @@ def test_every_attempt_is_listed_with_worker_times_error_and_traceback(viewer):
     job = job_in(Status.DEAD, history=HISTORY)
     content = page(viewer, job)
     assert content.count('class="sq-attempt"') == 2
+    assert content.count('class="sq-attempt-traceback"') == 1  # only attempt 1 has one
     assert "web-1:4242:w0" in content and "web-2:77:w1" in content
     assert "ValueError: first &lt;failure&gt;" in content  # escaped
     assert "<summary>Traceback</summary>" in content
@@ -84,7 +85,7 @@ def test_lease_owner_and_expiry_shown_while_running(viewer, worker_row):
     worker_url = reverse("admin:django_sqlqueue_worker_change", args=[worker_row.pk])
     assert f'href="{worker_url}"' in content
     assert "expired" not in content
-    assert "cannot be cancelled" in content
+    assert "its worker stops it" in content
 
 
 def test_expired_lease_is_flagged(viewer):
@@ -147,12 +148,20 @@ def buttons(content: str) -> set[str]:
     return {key for key in ("requeue", "cancel", "run_now", "purge") if f"sq-tool-{key}" in content}
 
 
+def test_every_button_leads_to_a_confirmation_page(admin_client):
+    job = job_in(Status.FAILED)
+    content = page(admin_client, job)
+    for key in ("requeue", "cancel", "run_now"):
+        assert f'<a href="{operation_url(job, key)}" class="sq-tool sq-tool-{key}"' in content
+    assert "<form" not in content.split('class="object-tools"')[1].split("</ul>")[0]
+
+
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
         ("pending", {"cancel", "run_now"}),
         ("failed", {"requeue", "cancel", "run_now"}),
-        ("running", set()),
+        ("running", {"cancel"}),
         ("completed", {"requeue", "purge"}),
         ("dead", {"requeue", "purge"}),
         ("cancelled", {"requeue", "purge"}),
@@ -172,20 +181,29 @@ def test_buttons_offered_follow_the_permissions(viewer, changer, purger):
 # One job at a time, from its page.
 
 
-def test_requeue_button_requeues_and_returns_to_the_job(admin_client):
+def test_requeue_from_the_page_asks_then_requeues_and_returns_to_the_job(admin_client):
     job = job_in(Status.DEAD, attempts=5)
-    response = admin_client.post(operation_url(job, "requeue"), follow=True)
+    confirm = admin_client.get(operation_url(job, "requeue"))
+    assert 'value="Yes, requeue"' in confirm.content.decode()
+    assert admin_client.post(operation_url(job, "requeue")).status_code == 200  # asks again
+    assert Job.objects.get(pk=job.pk).status == "dead"
+    response = admin_client.post(operation_url(job, "requeue"), {"confirmed": "yes"}, follow=True)
     assert response.redirect_chain[-1][0] == change_url(job)
     job = Job.objects.get(pk=job.pk)
     assert (job.status, job.attempts) == ("pending", 0)
     assert messages_of(response) == ["Requeued 1 job."]
     history = admin_client.get(reverse("admin:django_sqlqueue_job_history", args=[job.pk]))
-    assert "Requeued from the admin (was dead)." in history.content.decode()
+    assert "Requeued from the admin (was Dead)." in history.content.decode()
 
 
-def test_run_now_button(admin_client):
-    job = job_in(Status.FAILED, run_at=timezone.now() + timedelta(hours=1), attempts=1)
+def test_run_now_from_the_page_asks_then_makes_the_job_due(admin_client):
+    later = timezone.now() + timedelta(hours=1)
+    job = job_in(Status.FAILED, run_at=later, attempts=1)
+    confirm = admin_client.get(operation_url(job, "run_now"))
+    assert 'value="Yes, run now"' in confirm.content.decode()
     admin_client.post(operation_url(job, "run_now"))
+    assert Job.objects.get(pk=job.pk).run_at == later
+    admin_client.post(operation_url(job, "run_now"), {"confirmed": "yes"})
     job = Job.objects.get(pk=job.pk)
     assert job.run_at <= timezone.now() and job.attempts == 1
 
@@ -216,16 +234,18 @@ def test_purge_from_the_page_deletes_and_returns_to_the_list(admin_client):
     assert messages_of(response) == ["Purged 1 job."]
 
 
-def test_cancel_of_a_running_job_says_why_it_cannot(admin_client):
+def test_cancel_of_a_running_job_asks_its_worker_to_stop_it(admin_client):
     job = job_in(Status.RUNNING)
     content = admin_client.get(operation_url(job, "cancel")).content.decode()
-    assert "A running job cannot be cancelled" in content
-    assert "Yes, cancel" not in content
+    assert "Running jobs are asked to stop" in content
+    assert 'value="Yes, cancel"' in content
     response = admin_client.post(operation_url(job, "cancel"), {"confirmed": "yes"}, follow=True)
-    assert Job.objects.get(pk=job.pk).status == "running"
+    stored = Job.objects.get(pk=job.pk)
+    assert stored.status == "running", "its worker stops it; the admin does not"
+    assert stored.cancel_requested_at is not None
     [message] = messages_of(response)
-    assert message.startswith("Cancelled 0 of 1 selected job. Skipped 1")
-    assert "Running jobs cannot be cancelled" in message
+    assert message.startswith("Cancelled 1 job.")
+    assert "Running jobs are asked to stop" in message
 
 
 def test_page_action_on_a_job_claimed_meanwhile_is_skipped(admin_client, claim):
@@ -242,3 +262,15 @@ def test_unknown_action_and_missing_job_are_404(admin_client):
     assert admin_client.post(operation_url(job, "explode")).status_code == 404
     missing = reverse("admin:django_sqlqueue_job_operation", args=[987654, "requeue"])
     assert admin_client.post(missing).status_code == 404
+
+
+def test_a_running_jobs_progress_and_cancel_request_are_shown(viewer):
+    job = job_in(
+        Status.RUNNING,
+        progress=40,
+        progress_message="2,000 of 5,000 rows",
+        cancel_requested_at=timezone.now(),
+    )
+    content = page(viewer, job)
+    assert 'value="40"' in content and "2,000 of 5,000 rows" in content
+    assert "cancel requested" in content

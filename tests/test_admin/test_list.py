@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_sqlqueue.admin import JobAdmin, counting
+from django_sqlqueue.admin.changelist import ERROR_PREVIEW
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import Status
 
@@ -31,18 +33,34 @@ def get_list(client, **params):
 def test_columns_show_status_badge_attempts_duration_and_short_error(viewer):
     job = job_in(
         Status.DEAD,
-        last_error="ValueError: boom\nTraceback follows\n" + "x" * 500,
+        queue="mail",
+        priority=5,
+        last_error="ValueError: boom\nTraceback follows\n" + "x" * 1000,
         attempts=3,
         max_attempts=3,
     )
     content = get_list(viewer).content.decode()
     assert f'href="/admin/django_sqlqueue/job/{job.pk}/change/"' in content
     assert 'class="sq-badge sq-dead" data-status="dead" title="Dead">Dead</span>' in content
-    assert "3 / 3" in content
-    assert "3.00s" in content  # finished_at - started_at
-    assert "ValueError: boom" in content
-    assert "Traceback follows" not in content  # only the first line of the error
-    assert "x" * 100 not in content
+    assert "mail · priority 5" in content  # queue and priority under the name
+    assert "3/3 attempts" in content
+    assert "took 3.00s" in content  # finished_at - started_at
+    [cell] = re.findall(r'<span class="sq-error-line" title="([^"]*)">([^<]*)</span>', content)
+    hover, line = cell
+    assert line == "ValueError: boom"  # only the first line in the cell
+    assert hover.startswith("ValueError: boom\nTraceback follows\nxxx")  # more on hover
+    assert len(hover) == ERROR_PREVIEW + 1 and hover.endswith("…")  # what the list reads
+
+
+def test_columns_of_waiting_and_running_jobs(viewer):
+    now = timezone.now()
+    job_in(Status.FAILED, run_at=now + timedelta(minutes=5))
+    job_in(Status.PENDING, run_at=now + timedelta(hours=2))
+    job_in(Status.RUNNING, started_at=now - timedelta(seconds=90))
+    content = get_list(viewer).content.decode()
+    assert "retry in 4m 5" in content  # in 4m 59s, or 4m 58s on a slow machine
+    assert "due in 1h 59m" in content
+    assert "running 1m 3" in content
 
 
 def test_list_does_not_load_payload_or_history(viewer):
@@ -148,6 +166,22 @@ def test_a_number_is_a_job_id_unless_quoted(viewer):
 def test_a_huge_number_is_searched_as_text(viewer):
     job_in(args=["99999999999999999999999"])
     assert len(listed_ids(get_list(viewer, q="99999999999999999999999"))) == 1
+
+
+@pytest.mark.parametrize("term", ["\u00b2", "#\u00b9\u00b2", "\u0664\u0662"])
+def test_digits_of_other_kinds_are_searched_as_text(viewer, term):
+    """`isdigit()` is true for superscripts, which `int()` refuses with ValueError, and for
+    other scripts' digits: a job id is written in ASCII digits."""
+    target = job_in(name=f"reports.code{term}")
+    job_in(name="reports.other")
+    assert listed_ids(get_list(viewer, q=term)) == [target.pk]
+
+
+def test_more_digits_than_int_reads_are_searched_as_text(viewer):
+    """`int()` refuses strings of more than 4,300 digits with ValueError."""
+    target = job_in(args=["9" * 5000])
+    job_in(args=["hay"])
+    assert listed_ids(get_list(viewer, q="9" * 5000)) == [target.pk]
 
 
 def test_search_is_case_insensitive_in_arguments(viewer):
@@ -399,3 +433,11 @@ def test_pages_split_the_jobs_newest_first(viewer):
     assert listed_ids(first) == ids[:100]
     assert first.context["cl"].paginator.count == 150
     assert listed_ids(get_list(viewer, p="2")) == ids[100:]
+
+
+def test_running_jobs_show_their_progress_in_the_list(viewer):
+    running = job_in(Status.RUNNING, progress=75, progress_message="almost")
+    job_in(Status.PENDING)
+    content = viewer.get(changelist_url()).content.decode()
+    assert 'value="75"' in content and "almost" in content
+    assert content.count("sq-progress") == 1, running

@@ -100,7 +100,9 @@ def test_purge_old_link_only_for_users_who_may_purge(admin_client, changer, purg
 
 def test_changer_may_requeue(changer):
     job = job_in(Status.DEAD)
-    forge(changer, "requeue_selected", job, confirmed=False)
+    forge(changer, "requeue_selected", job, confirmed=False)  # the confirmation page
+    assert Job.objects.get(pk=job.pk).status == "dead"
+    forge(changer, "requeue_selected", job)
     assert Job.objects.get(pk=job.pk).status == "pending"
 
 

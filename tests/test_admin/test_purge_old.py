@@ -59,7 +59,9 @@ def test_confirmed_purge_deletes_old_finished_jobs_only(purger, history):
     response = purger.post(reverse(URL), data, follow=True)
     assert remaining(history) == {"new_completed", "old_failed", "pending"}
     [message] = messages_of(response)
-    assert message.startswith("Purged 3 jobs: completed, dead, cancelled jobs")
+    assert message == (
+        "Purged 3 jobs: Completed, Dead or Cancelled jobs that finished more than 7 days ago."
+    )
 
 
 def test_purge_limited_to_statuses_and_queue(purger, history):

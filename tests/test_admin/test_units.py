@@ -9,10 +9,11 @@ from datetime import timezone as dt_timezone
 import pytest
 from django.contrib import messages
 
-from django_sqlqueue import services
-from django_sqlqueue.admin import display, operations
+from django_sqlqueue import operations
+from django_sqlqueue.admin import actions, display
+from django_sqlqueue.admin.actions import CANCEL, PURGE, REQUEUE, ActionReport
 from django_sqlqueue.admin.filters import distinct_names
-from django_sqlqueue.admin.operations import CANCEL, PURGE, REQUEUE, Outcome
+from django_sqlqueue.attempts import AttemptOutcome
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import Status
 
@@ -20,25 +21,26 @@ from .helpers import job_in
 
 
 def test_message_when_everything_changed():
-    outcome = Outcome(REQUEUE, changed=3, seen=Counter({"dead": 2, "cancelled": 1}))
+    outcome = ActionReport(REQUEUE, changed=3, seen=Counter({"dead": 2, "cancelled": 1}))
     assert outcome.message() == "Requeued 3 jobs."
     assert outcome.level == messages.SUCCESS
 
 
 def test_message_lists_refused_statuses_and_raced_jobs():
-    outcome = Outcome(CANCEL, changed=1, seen=Counter({"pending": 2, "running": 3, "dead": 1}))
-    assert outcome.refused == Counter({"running": 3, "dead": 1})
+    outcome = ActionReport(CANCEL, changed=4, seen=Counter({"pending": 2, "running": 3, "dead": 1}))
+    assert outcome.refused == Counter({"dead": 1})
     assert outcome.raced == 1
     text = outcome.message()
-    assert text.startswith("Cancelled 1 of 6 selected jobs.")
-    assert "Skipped 4 whose status does not allow it (1 dead, 3 running)" in text
-    assert "Skipped 1 whose status changed meanwhile" in text
-    assert operations.RUNNING_NOTE in text
+    assert text.startswith("Cancelled 4 of 6 selected jobs.")
+    assert "Skipped 1 job whose status does not allow it (Dead: 1)." in text
+    assert "Cancel accepts only jobs that are Pending, Failed or Running." in text
+    assert "Skipped 1 job whose status changed meanwhile" in text
+    assert str(actions.RUNNING_NOTE) in text
     assert outcome.level == messages.WARNING
 
 
 def test_nothing_changed_is_a_warning():
-    outcome = Outcome(PURGE, changed=0, seen=Counter({"pending": 1}))
+    outcome = ActionReport(PURGE, changed=0, seen=Counter({"pending": 1}))
     assert outcome.level == messages.WARNING
     assert outcome.message().startswith("Purged 0 of 1 selected job.")
 
@@ -48,8 +50,8 @@ def test_a_stale_read_is_reported_as_raced_not_acted_on(alias):
     """The job was read as completed; someone requeued it before the purge ran."""
     job = job_in(Status.COMPLETED)
     stale_rows = [(job.pk, "completed")]
-    services.requeue([job.pk], alias=alias)
-    outcome = operations.apply_to_rows(PURGE, stale_rows, alias)
+    operations.requeue_many([job.pk], alias=alias)
+    outcome = actions.apply_to_rows(PURGE, stale_rows, alias)
     assert (outcome.changed, outcome.raced) == (0, 1)
     assert Job.objects.get(pk=job.pk).status == "pending"
 
@@ -57,18 +59,18 @@ def test_a_stale_read_is_reported_as_raced_not_acted_on(alias):
 @pytest.mark.django_db
 def test_chunks_cover_every_job_once_in_id_order():
     jobs = [job_in(Status.DEAD) for _ in range(7)]
-    chunks = list(operations.id_status_chunks(Job.objects.all(), size=3))
+    chunks = list(actions.id_status_chunks(Job.objects.all(), size=3))
     assert [len(c) for c in chunks] == [3, 3, 1]
     assert [row[0] for chunk in chunks for row in chunk] == [j.pk for j in jobs]
 
 
 @pytest.mark.django_db
 def test_apply_to_queryset_in_chunks(monkeypatch):
-    monkeypatch.setattr(operations, "CHUNK_SIZE", 2)
+    monkeypatch.setattr(actions, "CHUNK_SIZE", 2)
     for _ in range(5):
         job_in(Status.DEAD)
     job_in(Status.RUNNING)
-    outcome = operations.apply_to_queryset(REQUEUE, Job.objects.all())
+    outcome = actions.apply_to_queryset(REQUEUE, Job.objects.all())
     assert (outcome.changed, outcome.selected) == (5, 6)
     assert Job.objects.filter(status="pending").count() == 5
 
@@ -113,6 +115,25 @@ def test_first_line_of_an_error():
     assert display.first_line("ValueError: x\nTraceback...") == "ValueError: x"
     assert display.first_line("") == ""
     assert display.first_line("a" * 200, 10) == "a" * 9 + "…"
+
+
+@pytest.mark.parametrize(
+    ("line", "short"),
+    [
+        ("shop.jobs.SupplierUnavailable: timed out", "SupplierUnavailable: timed out"),
+        ("builtins.ValueError", "ValueError"),
+        ("ValueError: a.b.C: x", "ValueError: a.b.C: x"),
+        ("Worker web-1.example.org stopped", "Worker web-1.example.org stopped"),
+        ("see docs.example.org: it says", "see docs.example.org: it says"),
+    ],
+)
+def test_short_error_drops_the_exception_module_path(line, short):
+    assert display.short_error(line) == short
+
+
+def test_every_status_and_outcome_has_a_translatable_label():
+    assert set(display.SHORT_STATUS_LABELS) == {s.value for s in Status}
+    assert set(display.OUTCOME_LABELS) == {o.value for o in AttemptOutcome}
 
 
 def test_status_badge_escapes_unknown_values():

@@ -1,14 +1,17 @@
 """Jobs the tests enqueue; discovered through the `jobs` autodiscovery like a user's app."""
 
 import os
+import threading
 import time
 
+from django.db import transaction
+from django.db.models import F
 from django.dispatch import receiver
 
 from django_sqlqueue import Discard, Retry, job
 from django_sqlqueue.signals import job_completed, job_dead, job_started
 
-from .models import Execution, SignalLog
+from .models import Counter, Execution, SignalLog
 
 
 def _record(context, label=""):
@@ -81,9 +84,12 @@ def bad_result():
 
 
 @job("tests.exit", takes_context=True, max_attempts=1)
-def hard_exit(context):
-    _record(context, "exit")
-    os._exit(3)
+def hard_exit(context, warm_up=False):
+    """Ends the worker process at once (status 3); with `warm_up`, returns instead, so that a
+    worker learns this name's duration before the fatal run."""
+    _record(context, "warm-up" if warm_up else "exit")
+    if not warm_up:
+        os._exit(3)
 
 
 @job("tests.sys_exit", takes_context=True, max_attempts=1)
@@ -127,3 +133,141 @@ def segfault():
     import ctypes
 
     ctypes.string_at(0)  # reads address 0: the process dies with SIGSEGV
+
+
+@job("tests.increment", atomic=True, takes_context=True)
+def increment(context, counter="atomic", sleep=0.0):
+    """Adds one to a Counter row in the job's own transaction (exactly once per job)."""
+    _record(context, "increment")
+    Counter.objects.filter(name=counter).update(value=F("value") + 1)
+    if sleep:
+        time.sleep(sleep)
+    return None
+
+
+@job("tests.increment_then_fail", atomic=True, takes_context=True, max_attempts=2)
+def increment_then_fail(context, counter="atomic"):
+    """Writes, then fails: the write must be rolled back with the failed attempt."""
+    Counter.objects.filter(name=counter).update(value=F("value") + 1)
+    raise RuntimeError("fails after writing")
+
+
+@job("tests.cooperative", takes_context=True, max_attempts=3)
+def cooperative(context, seconds=30.0):
+    """Works in small steps, stopping at the first safe point after a cancel."""
+    _record(context, "cooperative-start")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        context.raise_if_cancelled()
+        time.sleep(0.05)
+    return "finished"
+
+
+@job("tests.deaf", takes_context=True, max_attempts=3)
+def deaf(context, seconds=30.0, swallow=False):
+    """Ignores cancel requests; with `swallow`, even the interrupt (a handler stuck for good)."""
+    _record(context, "deaf-start")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.5)
+        except BaseException:
+            if not swallow:
+                raise
+    return "finished"
+
+
+@job("tests.progress", takes_context=True)
+def progress(context, steps=4, pause=0.6):
+    for step in range(1, steps + 1):
+        time.sleep(pause)
+        context.progress(100 * step / steps, f"step {step} of {steps}")
+    return steps
+
+
+# Misbehaving handlers (tests/workers/test_misbehaving_handlers.py): each must cost its own
+# attempt at most, never its worker, a slot or another job's run.
+
+
+@job("tests.leak", takes_context=True, max_attempts=2)
+def leak(context, how="atomic", label="leak"):
+    """Returns with a transaction open: an atomic block entered and never exited, or
+    autocommit turned off. Its write inside that transaction must be rolled back."""
+    _record(context, f"{label}-start")
+    if how == "atomic":
+        transaction.atomic().__enter__()
+    else:
+        transaction.set_autocommit(False)
+    _record(context, f"{label}-inside")
+    return "leaked"
+
+
+@job("tests.fork", takes_context=True)
+def fork_and_return(context):
+    """Forks, and the child returns into the worker's code as the parent does."""
+    pid = os.fork()
+    _record(context, "fork-child" if pid == 0 else "fork-parent")
+    return pid
+
+
+@job("tests.exit_zero", takes_context=True, max_attempts=2)
+def exit_zero(context):
+    _record(context, "exit0")
+    os._exit(0)
+
+
+@job("tests.hold_gil", takes_context=True)
+def hold_gil(context, n):
+    """Long C code that never releases the GIL: no other thread of the process runs."""
+    _record(context, "gil-start")
+    total = sum(range(n))
+    _record(context, "gil-end")
+    return total % 1000
+
+
+@job("tests.linger", takes_context=True)
+def linger(context, seconds=3600.0):
+    """Leaves a non-daemon thread behind: the process cannot exit normally while it lives."""
+    threading.Thread(target=time.sleep, args=(seconds,), name="lingering").start()
+    _record(context, "linger")
+
+
+@job("tests.big_result", max_attempts=3)
+def big_result(size):
+    return "x" * size
+
+
+@job("tests.leak_in_atomic_job", atomic=True, takes_context=True, max_attempts=1)
+def leak_in_atomic_job(context, counter="atomic"):
+    """An atomic job whose handler leaves an inner atomic block open: its completion, written
+    in its transaction, must be rolled back with its write, and the attempt fail."""
+    Counter.objects.filter(name=counter).update(value=F("value") + 1)
+    transaction.atomic().__enter__()
+    return "leaked"
+
+
+@job("tests.unique_record", takes_context=True, unique=True)
+def unique_record(context, label="", sleep=0.0):
+    if sleep:
+        time.sleep(sleep)
+    _record(context, label)
+    return label
+
+
+@job("tests.unique_window", takes_context=True, unique_for=60)
+def unique_window(context, label=""):
+    _record(context, label)
+    return label
+
+
+@job("tests.limited", takes_context=True, concurrency=2, concurrency_key="account:{account}")
+def limited(context, account, seconds=0.3):
+    """Records its start and end, so tests can check that intervals never overlap too much."""
+    _record(context, f"{account}-start")
+    time.sleep(seconds)
+    _record(context, f"{account}-end")
+
+
+@job("tests.rated", takes_context=True, rate_limit="5/s")
+def rated(context, label="rated"):
+    _record(context, label)

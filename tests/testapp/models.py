@@ -32,3 +32,13 @@ class SignalLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.signal} for job {self.job_id}"
+
+
+class Counter(models.Model):
+    """A row atomic jobs increment: exactly-once database effects are counted on it."""
+
+    name = models.CharField(max_length=50, unique=True)
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name} = {self.value}"

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import signal
 from datetime import datetime
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import Status
+from django_sqlqueue.tasks import tasks_summary
 from tests.testapp.jobs import (
     add,
     async_job,
@@ -77,6 +80,8 @@ def test_failures_retry_with_backoff_then_go_dead(workers):
     assert 0.1 - 0.001 <= delay <= 0.2 + 0.001  # base 0.2 s with 50% jitter
     assert "ValueError: boom on attempt 1" in job.last_error
     assert "Traceback" in job.history[0]["traceback"]
+    # The attempt started when it was claimed: the history and the row say the same.
+    assert datetime.fromisoformat(job.history[0]["started_at"]) == job.started_at
 
     for _ in range(10):
         if job.status == Status.DEAD:
@@ -132,6 +137,10 @@ def test_non_json_result_fails_clearly(workers):
     job.refresh_from_db()
     assert job.status == Status.DEAD
     assert "return value" in job.last_error and "set" in job.last_error
+    [attempt] = job.history
+    assert attempt["exception"] == "builtins.TypeError"
+    assert attempt["traceback"].startswith("Traceback (most recent call last):")
+    assert attempt["traceback"].rstrip().splitlines()[-1] == f"TypeError: {job.last_error}"
 
 
 def test_timeout_stops_the_attempt_and_the_worker_continues(workers):
@@ -243,6 +252,10 @@ def test_log_summarises_successes_and_lists_each_one_at_verbosity_2(workers):
     assert "completed in" not in quiet
     assert "completed 5, failed 1 in" in quiet
     assert "is dead after" in quiet  # failures are still logged one by one
+    # The banner counts the @job handlers (those of tests/testapp/jobs.py: this process may
+    # have registered more) and names the TASKS entries whose tasks it runs.
+    assert re.search(r"jobs: \d+ registered \(tests\.add, tests\.\w+, ", quiet), quiet
+    assert f"; {tasks_summary(settings.TASKS)}\n" in quiet
 
     add.enqueue(a=1, b=2)
     verbose = workers.run("--burst", "-v", "2")

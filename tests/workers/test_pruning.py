@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from django_sqlqueue import services
+from django_sqlqueue import operations
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
 
@@ -30,9 +30,9 @@ def test_prune_deletes_only_old_completed_jobs_one_batch_at_a_time():
     old_cancelled = finished(Status.CANCELLED, 30)
     pending = Job.objects.create(name="tests.noop")
 
-    assert services.prune_completed(7, batch_size=3) == 3
-    assert services.prune_completed(7, batch_size=3) == 2
-    assert services.prune_completed(7, batch_size=3) == 0
+    assert operations.prune_completed(7, batch_size=3) == 3
+    assert operations.prune_completed(7, batch_size=3) == 2
+    assert operations.prune_completed(7, batch_size=3) == 0
     assert not Job.objects.filter(pk__in=[j.pk for j in old]).exists()
     assert set(Job.objects.values_list("pk", flat=True)) == {
         recent.pk,

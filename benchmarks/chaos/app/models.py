@@ -1,7 +1,8 @@
-"""Side tables: what really ran (written by handlers) and what producers really committed.
+"""Side tables: what really ran (written by handlers), what producers really committed, and
+the counter the atomic jobs increment.
 
-The app has no migrations: the harness creates these tables with `migrate --run-syncdb` in a
-database it made for the run and drops afterwards.
+The harness creates them with `migrate` in a database it made for the run and drops
+afterwards; the migration also creates the atomic jobs' counter row.
 """
 
 from django.db import models
@@ -11,6 +12,8 @@ class Execution(models.Model):
     """One start of a handler, written before its work; `finished` once its body returned
     or raised (never, if its process was killed)."""
 
+    #: The handler call's own key: its start row is written once, whatever the retries.
+    call = models.CharField(max_length=32, unique=True)
     job_id = models.BigIntegerField(db_index=True)
     token = models.CharField(max_length=64)
     kind = models.CharField(max_length=16)
@@ -31,3 +34,18 @@ class Order(models.Model):
 
     def __str__(self) -> str:
         return self.tx
+
+
+#: The Counter row that every atomic job adds one to.
+ATOMIC_COUNTER = "atomic"
+
+
+class Counter(models.Model):
+    """A number that atomic jobs increment in the transaction that records their completion:
+    at the end it must equal the number of completed atomic jobs, exactly."""
+
+    name = models.CharField(max_length=32, unique=True)
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name} = {self.value}"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
-from ...services import status_summary, status_summary_by_queue, worker_rows
+from ...queries import running_jobs, status_summary, status_summary_by_queue, worker_rows
 from ...states import format_summary
+from ..base import QueueCommand
 
 
-class Command(BaseCommand):
+class Command(QueueCommand):
     help = "Print the number of jobs in each status, overall or per queue."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -21,11 +22,36 @@ class Command(BaseCommand):
         parser.add_argument(
             "--workers", action="store_true", help="Also list live worker processes."
         )
+        parser.add_argument(
+            "--running",
+            action="store_true",
+            help="Also list running jobs: worker, start, progress, cancel requests.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.print_counts(options)
         if options["workers"]:
             self.print_workers(options["json"])
+        if options["running"]:
+            self.print_running(options["json"])
+
+    def print_running(self, as_json: bool) -> None:
+        rows = running_jobs()
+        if as_json:
+            self.stdout.write(json.dumps({"running": rows}, default=str))
+            return
+        if not rows:
+            self.stdout.write("No running jobs.")
+            return
+        for row in rows:
+            progress = f", {row['progress']}%" if row["progress"] is not None else ""
+            message = f" ({row['progress_message']})" if row["progress_message"] else ""
+            cancel = ", cancel requested" if row["cancel_requested_at"] else ""
+            started = f"{row['started_at']:%H:%M:%S}" if row["started_at"] else "?"
+            self.stdout.write(
+                f"job {row['id']} {row['name']} attempt {row['attempts']} on "
+                f"{row['lease_owner']} since {started}{progress}{message}{cancel}"
+            )
 
     def print_workers(self, as_json: bool) -> None:
         rows = worker_rows()

@@ -5,14 +5,17 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
-from ...services import purge, purgeable
+from ...conf import get_settings
+from ...flow.locks import prune_keys
+from ...operations import purge, purgeable
 from ...states import FINISHED
+from ..base import MAX_DAYS, QueueCommand, bounded_float, bounded_int
 
 
-class Command(BaseCommand):
+class Command(QueueCommand):
     help = (
         "Delete finished jobs (completed, dead, cancelled) that finished more than --days ago, "
         "in batches so a large purge never holds a long lock."
@@ -20,7 +23,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--days", type=float, required=True, help="Age in days of the jobs to delete."
+            "--days",
+            type=bounded_float(MAX_DAYS),
+            required=True,
+            help="Age in days of the jobs to delete.",
         )
         parser.add_argument(
             "--status",
@@ -29,7 +35,7 @@ class Command(BaseCommand):
             help="Only this status (repeatable). Default: all finished statuses.",
         )
         parser.add_argument("--queue", help="Only jobs of this queue.")
-        parser.add_argument("--batch-size", type=int, default=1000)
+        parser.add_argument("--batch-size", type=bounded_int(100_000), default=1000)
         parser.add_argument(
             "--dry-run", action="store_true", help="Count what would be deleted; delete nothing."
         )
@@ -50,3 +56,6 @@ class Command(BaseCommand):
             return
         deleted = purge(queryset, batch_size=options["batch_size"])
         self.stdout.write(f"Deleted {deleted} {scope}.")
+        keys = prune_keys(get_settings().database, cutoff)
+        if keys:
+            self.stdout.write(f"Deleted {keys} flow-control key rows unused since the cutoff.")

@@ -6,13 +6,27 @@ import logging
 import sys
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import OperationalError, connections
 
+from ...checks import check_database
 from ...conf import get_settings
-from ...models import Job, Worker
-from ...supervisor import Supervisor
-from ...worker import WorkerOptions
+from ...logs import JSONFormatter
+from ...metrics import prometheus
+from ...metrics.server import PortUnavailable
+from ...runtime.supervisor import Supervisor
+from ...runtime.worker import WorkerOptions
+from ...tasks import tasks_summary
+from ..base import (
+    MAX_COUNT,
+    MAX_SECONDS,
+    bounded_float,
+    bounded_int,
+    missing_tables,
+    tables_missing_error,
+)
+from ..reload import reloadable, run_with_reload
 
 
 def _queues(value: str) -> list[str]:
@@ -29,7 +43,9 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("-n", "--workers", type=int, default=1, help="Worker processes.")
+        parser.add_argument(
+            "-n", "--workers", type=bounded_int(1000), default=1, help="Worker processes."
+        )
         parser.add_argument(
             "--queues", type=_queues, default=None, help="Comma-separated queues (default: all)."
         )
@@ -37,16 +53,52 @@ class Command(BaseCommand):
             "--burst", action="store_true", help="Exit 0 once no job is ready to run."
         )
         parser.add_argument(
-            "--max-jobs", type=int, default=None, help="Replace a worker process after N jobs."
+            "--max-jobs",
+            type=bounded_int(MAX_COUNT),
+            default=None,
+            help="Replace a worker process after N jobs.",
+        )
+        parser.add_argument(
+            "--stop-after",
+            type=bounded_int(MAX_COUNT),
+            default=None,
+            metavar="N",
+            help="Exit 0 once the workers have run N jobs in all (not one more).",
         )
         parser.add_argument(
             "--grace-period",
-            type=float,
+            type=bounded_float(MAX_SECONDS),
             default=None,
             help="Seconds running jobs get to finish after SIGTERM (default: GRACE_PERIOD).",
         )
         parser.add_argument(
-            "--batch-size", type=int, default=None, help="Jobs claimed per round trip."
+            "--batch-size",
+            type=bounded_int(10_000),
+            default=None,
+            help="Jobs claimed per round trip.",
+        )
+        parser.add_argument(
+            "--reload",
+            action="store_true",
+            help="Development only: restart the supervisor and its workers when code changes.",
+        )
+        parser.add_argument(
+            "--no-scheduler",
+            action="store_true",
+            help="Do not enqueue recurring jobs (schedules) from this supervisor.",
+        )
+        parser.add_argument(
+            "--metrics-port",
+            type=bounded_int(65535),
+            default=None,
+            metavar="PORT",
+            help="Serve Prometheus /metrics and /healthz on this port (needs the metrics extra).",
+        )
+        parser.add_argument(
+            "--metrics-host",
+            default="127.0.0.1",
+            metavar="HOST",
+            help="Address the metrics port listens on (default: 127.0.0.1; 0.0.0.0 for all).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -54,10 +106,17 @@ class Command(BaseCommand):
             raise CommandError("-n/--workers must be at least 1.")
         if options["max_jobs"] is not None and options["max_jobs"] < 1:
             raise CommandError("--max-jobs must be at least 1.")
+        if options["stop_after"] is not None and options["stop_after"] < 1:
+            raise CommandError("--stop-after must be at least 1.")
         if options["grace_period"] is not None and options["grace_period"] < 0:
             raise CommandError("--grace-period must not be negative.")
         if options["batch_size"] is not None and options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1.")
+        if options["reload"] and (options["burst"] or options["stop_after"] is not None):
+            raise CommandError("--reload runs until stopped: drop --burst and --stop-after.")
+        if options["reload"] and not reloadable():
+            raise CommandError("--reload works from the command line: manage.py runworkers.")
+        metrics_address = self.metrics_address(options)
         self.configure_logging(options["verbosity"])
         if not options.get("skip_checks"):
             try:
@@ -68,6 +127,7 @@ class Command(BaseCommand):
                 )
         conf = get_settings()
         self.check_tables(conf.database)
+        self.report_database_checks(conf.database)
         supervisor = Supervisor(
             options["workers"],
             WorkerOptions(
@@ -78,27 +138,53 @@ class Command(BaseCommand):
             ),
             grace_period=options["grace_period"],
             conf=conf,
+            stop_after=options["stop_after"],
+            tasks_line=tasks_summary(getattr(settings, "TASKS", None)),
+            scheduler=not options["no_scheduler"],
+            metrics_address=metrics_address,
         )
-        code = supervisor.run()
+        try:
+            if options["reload"]:
+                connections.close_all()  # the child opens its own; this process only waits
+                code = run_with_reload(supervisor.run)
+            else:
+                code = supervisor.run()
+        except PortUnavailable as exc:
+            raise CommandError(str(exc)) from None
         if code:
             sys.exit(code)
+
+    def metrics_address(self, options: dict[str, Any]) -> tuple[str, int] | None:
+        port = options["metrics_port"]
+        if port is None:
+            return None
+        if not 0 <= port <= 65535:
+            raise CommandError("--metrics-port must be from 0 to 65535.")
+        if not prometheus.available():
+            raise CommandError(
+                "--metrics-port needs prometheus-client: pip install 'django-sqlqueue[metrics]'."
+            )
+        return options["metrics_host"], port
 
     def check_tables(self, alias: str) -> None:
         """Fail at once when the tables are missing; an unreachable database is waited for."""
         try:
-            with connections[alias].cursor() as cursor:
-                tables = connections[alias].introspection.table_names(cursor)
+            missing = missing_tables(alias)
         except OperationalError as exc:
             logging.getLogger("django_sqlqueue").warning(
                 "Database %r is not reachable yet (%s); workers will keep trying", alias, exc
             )
             return
-        missing = {Job._meta.db_table, Worker._meta.db_table} - set(tables)
         if missing:
-            raise CommandError(
-                f"The job tables ({', '.join(sorted(missing))}) do not exist in database "
-                f"{alias!r}. Run `manage.py migrate` first."
-            )
+            raise tables_missing_error(alias, missing)
+
+    def report_database_checks(self, alias: str) -> None:
+        """Log what the queue database's own checks say (a connection pooler that would swallow
+        the wake-ups, say): Django runs them only with `check --database` and `migrate`."""
+        logger = logging.getLogger("django_sqlqueue")
+        for message in check_database(databases=[alias]):
+            hint = f" ({message.hint})" if message.hint else ""
+            logger.warning("%s: %s%s", message.id, message.msg, hint)
 
     def configure_logging(self, verbosity: int) -> None:
         """Log to stderr unless the project's LOGGING already handles our logger."""
@@ -106,7 +192,9 @@ class Command(BaseCommand):
         if not logger.handlers and not logging.getLogger().handlers:
             handler = logging.StreamHandler()
             handler.setFormatter(
-                logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
+                JSONFormatter()
+                if get_settings().json_logs
+                else logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
             )
             logger.addHandler(handler)
         if logger.level == logging.NOTSET or verbosity > 1:

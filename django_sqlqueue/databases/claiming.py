@@ -1,0 +1,291 @@
+"""Claiming: move up to `limit` ready jobs to `running` under one lease, atomically.
+
+`Claimer` holds the SQL every vendor shares; `UpdateReturningClaimer` is the one-statement
+claim of the databases that have UPDATE … RETURNING. Vendor modules add their differences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import DatabaseError, connections
+from django.utils import timezone
+
+from ..flow.gate import FlowGate
+from ..flow.paused import PausedQueues
+from ..models import Job
+from ..rows import CLAIM_COLUMNS, ClaimedJob
+from ..states import CLAIMABLE, PARKED_OWNER, Status
+
+
+class Claimer:
+    """Claims jobs atomically: no two workers ever get the same job."""
+
+    #: Job names to claim; empty for all (see names_filter).
+    names: Sequence[str] = ()
+    #: When the last job this claimer parked (over a concurrency or rate limit) is due
+    #: again: until then an empty claim is not the end of a `--burst` run.
+    parked_until: datetime | None = None
+    #: Concurrency key → jobs of it this claimer's last claim kept: the worker claims again
+    #: once it ran them, so that many slots are free and as many parked jobs are woken.
+    freed: Mapping[str, int] = {}
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self.connection = connections[alias]
+        quote = self.connection.ops.quote_name
+        self.table = quote(Job._meta.db_table)
+        self.columns = ", ".join(quote(column) for column in CLAIM_COLUMNS)
+        self.claimable_sql = "status IN ({})".format(", ".join(f"'{s.value}'" for s in CLAIMABLE))
+        self.paused = PausedQueues(alias)
+        self.gate = FlowGate(alias)
+        #: The QueueDatabase that made this claimer (the gate locks keys through it).
+        self.database: Any = None
+
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        lease_seconds: float,
+        now: datetime,
+    ) -> list[ClaimedJob]:
+        """Claim up to `limit` ready jobs for `worker_id`, with `now` as their `started_at`
+        (which each ClaimedJob carries), `lease_seconds` from now. Paused queues are left
+        out: named queues are dropped from the list, and a claim across all queues excludes
+        them; with none paused the vendor's claim runs exactly as it would without pausing."""
+        excluded: tuple[str, ...] = ()
+        paused = self.paused.current()
+        if paused:
+            if queues:
+                queues = [queue for queue in queues if queue not in paused]
+                if not queues:
+                    return []
+            else:
+                excluded = tuple(sorted(paused))
+        if self.freed and self.try_wake(self.freed, now):
+            self.freed = {}
+        jobs = self.claim_ready(worker_id, queues, limit, lease_seconds, now, excluded)
+        if not jobs or self.gate.rules() is None:
+            return jobs
+        # Some handler or queue has a concurrency or rate limit (flow/gate.py).
+        admitted = self.gate.admit(self.database, worker_id, jobs, now)
+        if admitted.last_due is not None:
+            self.parked_until = max(admitted.last_due, self.parked_until or admitted.last_due)
+        self.freed = admitted.keys
+        return admitted.jobs
+
+    def holds_back(self) -> bool:
+        """True while jobs this claimer parked are not due yet: work is left, only waiting."""
+        return self.parked_until is not None and timezone.now() < self.parked_until
+
+    def claim_ready(
+        self,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        lease_seconds: float,
+        now: datetime,
+        excluded: Sequence[str] = (),
+    ) -> list[ClaimedJob]:
+        """The vendor's claim: up to `limit` due jobs of `queues` (None: every queue but the
+        `excluded` ones)."""
+        raise NotImplementedError
+
+    # Shared pieces of SQL and parameters.
+
+    def adapt(self, value: datetime) -> Any:
+        return self.connection.ops.adapt_datetimefield_value(value)
+
+    def queue_filter(
+        self, queues: Sequence[str] | None, excluded: Sequence[str] = ()
+    ) -> tuple[str, list[Any]]:
+        names_sql, names_params = self.names_filter()
+        if not queues:
+            paused_sql, paused_params = self.excluded_filter(excluded)
+            return paused_sql + names_sql, [*paused_params, *names_params]
+        if len(queues) == 1:
+            return f" AND queue = %s{names_sql}", [queues[0], *names_params]
+        placeholders = ", ".join(["%s"] * len(queues))
+        return f" AND queue IN ({placeholders}){names_sql}", [*queues, *names_params]
+
+    @staticmethod
+    def excluded_filter(excluded: Sequence[str]) -> tuple[str, list[Any]]:
+        """Leave out the paused queues (a claim across all queues while some are paused)."""
+        if not excluded:
+            return "", []
+        marks = ", ".join(["%s"] * len(excluded))
+        return f" AND queue NOT IN ({marks})", list(excluded)
+
+    def names_filter(self) -> tuple[str, list[Any]]:
+        """Only jobs of `names`, when set: the test helper `run_jobs(name=...)` runs some job
+        names and leaves the others; workers claim every name."""
+        if not self.names:
+            return "", []
+        return " AND name IN ({})".format(", ".join(["%s"] * len(self.names))), list(self.names)
+
+    def running_assignments(
+        self, worker_id: str, lease_seconds: float, now: datetime
+    ) -> tuple[str, list[Any]]:
+        sql = (
+            f"status = '{Status.RUNNING.value}', attempts = attempts + 1, lease_owner = %s, "
+            "lease_expires_at = %s, started_at = %s, finished_at = NULL, updated_at = %s, "
+            "progress = NULL, progress_message = '', cancel_requested_at = NULL"
+        )
+        expires = now + timedelta(seconds=lease_seconds)
+        return sql, [worker_id, self.adapt(expires), self.adapt(now), self.adapt(now)]
+
+    @staticmethod
+    def ordered(jobs: list[ClaimedJob]) -> list[ClaimedJob]:
+        return sorted(jobs, key=lambda job: job.order_key)
+
+    #: Written before a list of row values (SQLite needs `VALUES (…), (…)`).
+    row_values_prefix = ""
+    #: Appended to the unclaim statement (PostgreSQL: wake idle workers).
+    unclaim_returning = ""
+
+    def unclaim(self, worker_id: str, jobs: Sequence[ClaimedJob]) -> int:
+        """Undo the claim of jobs this worker will not start, as if it never took them: back
+        to pending, attempt not spent, their place in the queue (run_at) kept, no history
+        entry. Fenced: a job whose lease this worker lost is left alone."""
+        return self._hand_back(worker_id, jobs, None, self.unclaim_returning)
+
+    def park(self, worker_id: str, jobs: Sequence[ClaimedJob], run_at: datetime) -> int:
+        """`states.PARK`: as `unclaim`, but due again at `run_at` (when the limit that held
+        the jobs back should let them through)."""
+        return self._hand_back(worker_id, jobs, run_at, "")
+
+    def wake(self, freed: Mapping[str, int], now: datetime) -> int:
+        """`states.WAKE`: make up to `freed[key]` parked jobs of each key due now, oldest
+        first (through the `sqlqueue_concurrency_wait` index)."""
+        woken = 0
+        parked = f"status = '{Status.PENDING.value}' AND lease_owner = %s"
+        with self.connection.cursor() as cursor:
+            for key, count in freed.items():
+                # The SELECT repeats the index's condition (SQLite matches a partial index
+                # only so). It does not lock: a job it picks may be claimed before the UPDATE,
+                # which therefore repeats "still parked", checked on the row's latest version.
+                # Without that a claimed job lost its owner, and so its completion. The UPDATE
+                # goes by primary key, so it locks only the rows it picked.
+                cursor.execute(
+                    f"SELECT id FROM {self.table} WHERE concurrency_key IS NOT NULL AND "
+                    f"{parked} AND concurrency_key = %s ORDER BY run_at, id LIMIT %s",
+                    [PARKED_OWNER, key, count],
+                )
+                ids = [row[0] for row in cursor.fetchall()]
+                if not ids:
+                    continue
+                marks = ", ".join(["%s"] * len(ids))
+                cursor.execute(
+                    f"UPDATE {self.table} SET run_at = %s, lease_owner = '' "
+                    f"WHERE id IN ({marks}) AND {parked}",
+                    [self.adapt(now), *ids, PARKED_OWNER],
+                )
+                woken += cursor.rowcount
+        return woken
+
+    def try_wake(self, freed: Mapping[str, int], now: datetime) -> bool:
+        """`wake`, as the hint it is: a deadlock with a concurrent claim (MySQL/MariaDB)
+        leaves the parked jobs to the next claim, or to their own due time (within
+        half a second), instead of failing this claim and pausing the worker."""
+        try:
+            self.wake(freed, now)
+        except DatabaseError as exc:
+            if self.database is None or not self.database.is_deadlock(exc):
+                raise
+            return False
+        return True
+
+    def _hand_back(
+        self,
+        worker_id: str,
+        jobs: Sequence[ClaimedJob],
+        run_at: datetime | None,
+        returning: str,
+    ) -> int:
+        if not jobs:
+            return 0
+        pairs = ", ".join(["(%s, %s)"] * len(jobs))
+        now = self.adapt(timezone.now())
+        due, due_params = ("", []) if run_at is None else (", run_at = %s", [self.adapt(run_at)])
+        owner = "" if run_at is None else PARKED_OWNER
+        sql = (
+            f"UPDATE {self.table} SET status = '{Status.PENDING.value}', "
+            "attempts = attempts - 1, lease_owner = %s, lease_expires_at = NULL, "
+            f"updated_at = %s{due} "
+            f"WHERE status = '{Status.RUNNING.value}' AND lease_owner = %s "
+            f"AND (id, attempts) IN ({self.row_values_prefix}{pairs}){returning}"
+        )
+        keys = [value for job in jobs for value in (job.id, job.attempts)]
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, [owner, now, *due_params, worker_id, *keys])
+            return cursor.rowcount
+
+
+class UpdateReturningClaimer(Claimer):
+    """One `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING` statement.
+
+    The LIMIT sits inside the subquery, so the planner cannot update more rows than asked.
+    Subclasses add what their database needs around the subquery.
+    """
+
+    #: Appended to the subquery (PostgreSQL: FOR UPDATE SKIP LOCKED).
+    lock_clause = ""
+
+    def index_hint(self, queues: Sequence[str] | None) -> str:
+        """Text after the subquery's table name (SQLite: INDEXED BY)."""
+        return ""
+
+    def claim_ready(
+        self,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        lease_seconds: float,
+        now: datetime,
+        excluded: Sequence[str] = (),
+    ) -> list[ClaimedJob]:
+        sql, params = self.claim_statement(worker_id, queues, limit, lease_seconds, now, excluded)
+        rows = self.run_claim(sql, params)
+        return self.ordered([ClaimedJob.from_row(row, worker_id, now) for row in rows])
+
+    def claim_statement(
+        self,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        lease_seconds: float,
+        now: datetime,
+        excluded: Sequence[str] = (),
+    ) -> tuple[str, list[Any]]:
+        """The claim's UPDATE … RETURNING and its parameters."""
+        assignments, assign_params = self.running_assignments(worker_id, lease_seconds, now)
+        candidates, candidate_params = self.candidates(queues, limit, now, excluded)
+        sql = (
+            f"UPDATE {self.table} SET {assignments} WHERE id IN ({candidates}) "
+            f"RETURNING {self.columns}"
+        )
+        return sql, [*assign_params, *candidate_params]
+
+    def candidates(
+        self,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        excluded: Sequence[str] = (),
+    ) -> tuple[str, list[Any]]:
+        """The subquery that picks (and, where the vendor can, locks) the ids to claim."""
+        queue_sql, queue_params = self.queue_filter(queues, excluded)
+        sql = (
+            f"SELECT id FROM {self.table}{self.index_hint(queues)} "
+            f"WHERE {self.claimable_sql}{queue_sql} "
+            f"AND run_at <= %s ORDER BY priority DESC, run_at, id LIMIT %s{self.lock_clause}"
+        )
+        return sql, [*queue_params, self.adapt(now), limit]
+
+    def run_claim(self, sql: str, params: list[Any]) -> list[Any]:
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())

@@ -1,0 +1,178 @@
+"""MySQL 8 and MariaDB 10.6+: every way the queue's SQL differs on them.
+
+- Claim: a locking read (FOR UPDATE SKIP LOCKED) and an UPDATE by primary key.
+- Completion: no UPDATE … RETURNING; when rows were fenced out, read which ones are ours.
+- Idempotency keys: a named lock serialises the inserts of one key.
+- Waiting: adaptive polling (no notification mechanism).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.core import checks
+from django.db import DatabaseError, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from ..models import Job
+from ..rows import ClaimedJob
+from ..states import Status
+from .base import QueueDatabase, skip_locked_check
+from .claiming import Claimer
+from .completing import ENTRY_FIELDS, Completer, zone_suffix
+
+#: Seconds to wait for another enqueue of the same key before going on without the lock.
+KEY_LOCK_TIMEOUT = 2
+#: MySQL's error number for a deadlock victim.
+ER_LOCK_DEADLOCK = 1213
+
+
+class MySQLClaimer(Claimer):
+    """MySQL has no UPDATE … RETURNING and no LIMIT inside IN (subquery), so the claim is a
+    locking read and an update by primary key. The read walks the index led by the generated
+    `claimable` column in claim order, so InnoDB locks only the rows it hands out instead of
+    every claimable row a sort would have to read first.
+    """
+
+    def claim_ready(
+        self,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        lease_seconds: float,
+        now: datetime,
+        excluded: Sequence[str] = (),
+    ) -> list[ClaimedJob]:
+        queue_sql, queue_params = self.queue_filter(queues, excluded)
+        select = (
+            f"SELECT {self.columns} FROM {self.table} WHERE claimable = 1{queue_sql} "
+            f"AND run_at <= %s ORDER BY priority DESC, run_at, id LIMIT %s "
+            f"FOR UPDATE SKIP LOCKED"
+        )
+        assignments, assign_params = self.running_assignments(worker_id, lease_seconds, now)
+        with transaction.atomic(using=self.alias), self.connection.cursor() as cursor:
+            cursor.execute(select, [*queue_params, self.adapt(now), limit])
+            rows = cursor.fetchall()
+            if not rows:
+                return []
+            ids = [row[0] for row in rows]
+            placeholders = ", ".join(["%s"] * len(ids))
+            cursor.execute(
+                f"UPDATE {self.table} SET {assignments} WHERE id IN ({placeholders})",
+                [*assign_params, *ids],
+            )
+        jobs = [ClaimedJob.from_row(row, worker_id, now) for row in rows]
+        for job in jobs:
+            job.attempts += 1
+        return self.ordered(jobs)
+
+
+class MySQLCompleter(Completer):
+    returning = False
+    history_append = (
+        "JSON_ARRAY_APPEND(history, '$', JSON_OBJECT("
+        + ENTRY_FIELDS.format(started="CONCAT(REPLACE(CAST(started_at AS CHAR), ' ', 'T'), %s)")
+        + "))"
+    )
+
+    def history_parameters(self) -> list[Any]:
+        return [zone_suffix()]
+
+    def complete_batch(
+        self, jobs: list[ClaimedJob], result_text: str | None, now: datetime
+    ) -> set[int]:
+        """Without RETURNING: when rows were fenced out, read which are ours."""
+        sql, params = self.statement(jobs, result_text, now)
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if cursor.rowcount == len(jobs):
+                return {job.id for job in jobs}
+        ours = set()
+        expected = {job.id: job for job in jobs}
+        with transaction.atomic(using=self.alias):
+            rows = Job.objects.using(self.alias).filter(id__in=list(expected))
+            for job_id, status, history in rows.values_list("id", "status", "history"):
+                last = history[-1] if history else {}
+                job = expected[job_id]
+                if (
+                    status == Status.COMPLETED
+                    and last.get("worker") == job.lease_owner
+                    and last.get("attempt") == job.attempts
+                ):
+                    ours.add(job_id)
+        return ours
+
+
+class MySQLDatabase(QueueDatabase):
+    vendor = "mysql"
+    claimer_class = MySQLClaimer
+    completer_class = MySQLCompleter
+
+    @contextlib.contextmanager
+    def key_lock(self, key: str) -> Iterator[None]:
+        """Let one session at a time try to insert a given idempotency key.
+
+        InnoDB checks a duplicate key with a shared lock that it must then upgrade; when several
+        sessions wait on a key held by a transaction that rolls back, they all hold the shared
+        lock and deadlock on the upgrade. A named lock around the insert makes them queue one by
+        one instead.
+        """
+        name = "sqlqueue:" + hashlib.sha1(key.encode()).hexdigest()
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT GET_LOCK(%s, %s)", [name, KEY_LOCK_TIMEOUT])
+            locked = cursor.fetchone()[0] == 1
+        if not locked:
+            # The holder may be waiting on a row this very transaction inserted (it enqueued
+            # the key before): a cycle InnoDB cannot see. Go on without the named lock; the
+            # insert then meets our own row at once, or waits on the row lock as it would.
+            yield
+            return
+        try:
+            yield
+        finally:
+            with self.connection.cursor() as cursor:
+                cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
+
+    def flow_key_upsert(self) -> str:
+        # ON DUPLICATE KEY UPDATE takes the row's exclusive lock at once (INSERT IGNORE would
+        # take a shared one that two sessions could not both upgrade).
+        flow_table, key_column = self.flow_key_names()
+        return (
+            f"INSERT INTO {flow_table} ({key_column}, starts, updated_at) VALUES (%s, %s, %s) "
+            "ON DUPLICATE KEY UPDATE updated_at = VALUES(updated_at)"
+        )
+
+    def is_deadlock(self, exc: DatabaseError) -> bool:
+        return bool(exc.args) and exc.args[0] == ER_LOCK_DEADLOCK
+
+    def claimable_condition(self) -> str:
+        # No partial indexes: the claim indexes lead with the generated `claimable` column.
+        return "claimable = 1"
+
+    def adding_upsert(
+        self, table: str, keys: Sequence[str], columns: Sequence[str], rows: int
+    ) -> str:
+        """MySQL and MariaDB have no ON CONFLICT: ON DUPLICATE KEY UPDATE, with VALUES()
+        (MariaDB has no row alias)."""
+        quote = self.connection.ops.quote_name
+        names = ", ".join(quote(name) for name in (*keys, *columns))
+        values = ", ".join(["(" + ", ".join(["%s"] * (len(keys) + len(columns))) + ")"] * rows)
+        sums = ", ".join(f"{quote(c)} = {quote(c)} + VALUES({quote(c)})" for c in columns)
+        return (
+            f"INSERT INTO {quote(table)} ({names}) VALUES {values} ON DUPLICATE KEY UPDATE {sums}"
+        )
+
+    def estimated_rows(self, table: str) -> int | None:
+        return self.estimate_from(
+            "SELECT table_rows FROM information_schema.tables "
+            "WHERE table_schema = DATABASE() AND table_name = %s",
+            [table],
+        )
+
+    @classmethod
+    def check(cls, alias: str, connection: BaseDatabaseWrapper) -> list[checks.CheckMessage]:
+        return skip_locked_check(alias, connection)

@@ -1,0 +1,104 @@
+"""What a job will be stored as: per-call options over the handler's defaults over the
+settings, every value validated before anything reaches the database."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from django.utils import timezone
+
+from ..conf import QueueSettings, get_settings
+from ..exceptions import InvalidJobError
+from ..rows import NewJob
+from ..validation import (
+    MAX_KEY_LENGTH,
+    check_arguments,
+    check_max_attempts,
+    check_name,
+    check_priority,
+    check_queue,
+    resolve_run_at,
+)
+
+
+@dataclass(frozen=True)
+class EnqueueOptions:
+    """Per-call overrides of a job's defaults, as given to `.using(...)`."""
+
+    queue: str | None = None
+    priority: int | None = None
+    run_at: datetime | None = None
+    delay: timedelta | float | None = None
+    max_attempts: int | None = None
+    idempotency_key: str | None = None
+
+
+class JobDefaults(Protocol):
+    """What the enqueue path reads from a handler (a `JobHandler`): its name and defaults."""
+
+    name: str
+    queue: str | None
+    priority: int | None
+    max_attempts: int | None
+
+    def check_call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        """Raise InvalidJobError unless the handler can be called with these arguments."""
+
+
+def build_job(
+    handler: JobDefaults,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    options: EnqueueOptions,
+    *,
+    conf: QueueSettings | None = None,
+    now: datetime | None = None,
+) -> NewJob:
+    """A validated job, not yet stored; raises InvalidJobError on any bad input."""
+    conf = conf or get_settings()
+    check_arguments(args, kwargs, conf.max_arguments_bytes)
+    handler.check_call(args, kwargs)
+    queue = check_queue(options.queue or handler.queue or conf.default_queue)
+    priority = options.priority if options.priority is not None else handler.priority
+    max_attempts = (
+        options.max_attempts if options.max_attempts is not None else handler.max_attempts
+    )
+    key = options.idempotency_key
+    if key is not None:
+        check_name(key, "idempotency_key", MAX_KEY_LENGTH)
+    now = now or timezone.now()
+    flow = getattr(handler, "flow", None)
+    unique_key = unique_window = concurrency_key = None
+    if flow is not None:
+        if flow.is_unique:
+            if key is not None:
+                raise InvalidJobError(
+                    f"Job {handler.name!r} is declared unique, which already keeps duplicates "
+                    "out; enqueue it without idempotency_key, or drop unique/unique_for from "
+                    "its @job."
+                )
+            digest = flow.unique_key(args, kwargs)
+            if flow.unique:
+                unique_key = digest
+            if flow.unique_for is not None:
+                unique_window = (f"unique:{digest}", flow.unique_for.total_seconds())
+        concurrency_key = flow.key_for_concurrency(args, kwargs)
+    return NewJob(
+        name=handler.name,
+        queue=queue,
+        args=list(args),
+        kwargs=dict(kwargs),
+        priority=check_priority(priority if priority is not None else conf.default_priority),
+        max_attempts=check_max_attempts(
+            max_attempts if max_attempts is not None else conf.max_attempts
+        ),
+        run_at=resolve_run_at(options.run_at, options.delay, now),
+        created_at=now,
+        idempotency_key=key,
+        unique_key=unique_key,
+        unique_window=unique_window,
+        concurrency_key=concurrency_key,
+    )

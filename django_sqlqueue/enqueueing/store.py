@@ -1,0 +1,92 @@
+"""Store validated jobs: one INSERT in the caller's transaction, or one batch of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import tracing
+from ..conf import get_settings
+from ..databases import queue_database
+from ..exceptions import InvalidJobError
+from ..flow.unique import store_unique
+from ..models import Job
+from ..rows import NewJob
+from .keys import store_keyed
+from .options import EnqueueOptions, JobDefaults, build_job
+
+
+def store(new_job: NewJob, alias: str) -> Job:
+    """INSERT one job; with an idempotency key, return the existing job instead of a second."""
+    if tracing.ENABLED:
+        with tracing.enqueue_span([new_job]):
+            return _store(new_job, alias)
+    return _store(new_job, alias)
+
+
+def _store(new_job: NewJob, alias: str) -> Job:
+    database = queue_database(alias)
+    if new_job.idempotency_key is not None:
+        return store_keyed(database, new_job)
+    if new_job.unique_key is not None or new_job.unique_window is not None:
+        return store_unique(database, new_job)
+    [job] = database.inserter().insert([new_job])
+    return job
+
+
+def save_job(job: Job, alias: str) -> Job:
+    """Store an unsaved Job instance built by a caller (the django.tasks backend)."""
+    stored = store(NewJob.from_model(job), alias)
+    if not stored.deduplicated:
+        job.pk = stored.pk
+        job._state.adding = False
+        job._state.db = alias
+    return stored
+
+
+def enqueue_job(
+    handler: JobDefaults,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    options: EnqueueOptions,
+) -> Job:
+    conf = get_settings()
+    return store(build_job(handler, args, kwargs, options, conf=conf), conf.database)
+
+
+def enqueue_jobs(
+    handler: JobDefaults,
+    kwargs_list: Iterable[Mapping[str, Any]],
+    options: EnqueueOptions,
+) -> list[Job]:
+    """Validate every job first, then insert them all: one bad item stores nothing."""
+    if options.idempotency_key is not None:
+        raise InvalidJobError("enqueue_many does not take an idempotency_key; enqueue one by one.")
+    conf = get_settings()
+    now = timezone.now()
+    new_jobs = []
+    for index, kwargs in enumerate(kwargs_list):
+        if not isinstance(kwargs, Mapping):
+            raise InvalidJobError(
+                f"enqueue_many takes one dict of keyword arguments per job; item {index} "
+                f"is a {type(kwargs).__qualname__}."
+            )
+        try:
+            new_jobs.append(build_job(handler, (), kwargs, options, conf=conf, now=now))
+        except InvalidJobError as exc:
+            raise InvalidJobError(f"enqueue_many item {index}: {exc}") from exc
+    if not new_jobs:
+        return []
+    alias = conf.database
+    database = queue_database(alias)
+    with tracing.enqueue_span(new_jobs), transaction.atomic(using=alias):
+        flow = getattr(handler, "flow", None)
+        if flow is not None and flow.is_unique:
+            # Unique jobs one by one, in order: a later item that repeats an earlier one (or
+            # a job already queued) comes back as that job, marked `deduplicated`.
+            return [store_unique(database, new_job) for new_job in new_jobs]
+        created = database.inserter().insert(new_jobs, flow=flow is not None)
+    return created

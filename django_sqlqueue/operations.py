@@ -1,0 +1,202 @@
+"""What staff do to jobs, from the admin, commands or code: cancel, requeue, run now, purge.
+
+The public `django_sqlqueue.cancel/requeue/run_now` (and their `_many` forms) are these.
+
+Each is one conditional UPDATE or DELETE naming the statuses it may change, so a worker
+claiming or finishing the same job at that moment wins and the job is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from .models import Job
+from .queries import jobs
+from .states import CANCEL, FINISHED, REQUEUE, RUN_NOW, STOP, Status
+
+FINISHED_VALUES = tuple(s.value for s in FINISHED)
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    """What a bulk operation did: jobs it changed, and (cancel only) running jobs it asked to
+    stop, which end `cancelled` once their handler stops."""
+
+    changed: int
+    stopping: int = 0
+
+
+@dataclass(frozen=True)
+class OperationResult:
+    """What an operation did to one job. `applied` is False for a no-op (the job is in a status
+    the operation does not apply to, or does not exist); `message` says which."""
+
+    job_id: int
+    applied: bool
+    status: str | None
+    message: str
+
+
+def cancel_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
+    """pending/failed → cancelled at once; running jobs are asked to stop (their handler sees
+    `context.cancel_requested`, and is interrupted after CANCEL_GRACE_SECONDS)."""
+    ids = list(ids)
+    now = timezone.now()
+    cancelled = (
+        jobs(alias)
+        .filter(id__in=ids, status__in=CANCEL.sources)
+        .update(status=Status.CANCELLED, finished_at=now, updated_at=now)
+    )
+    stopping = (
+        jobs(alias)
+        .filter(id__in=ids, status__in=STOP.sources, cancel_requested_at__isnull=True)
+        .update(cancel_requested_at=now, updated_at=now)
+    )
+    return BulkResult(cancelled, stopping)
+
+
+def requeue_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
+    """dead/cancelled/failed/completed → pending now, with attempts reset."""
+    now = timezone.now()
+    changed = (
+        jobs(alias)
+        .filter(id__in=list(ids), status__in=REQUEUE.sources)
+        .update(
+            status=Status.PENDING,
+            attempts=0,
+            run_at=now,
+            finished_at=None,
+            result=None,
+            updated_at=now,
+            lease_owner="",
+            lease_expires_at=None,
+            progress=None,
+            progress_message="",
+            cancel_requested_at=None,
+        )
+    )
+    return BulkResult(changed)
+
+
+def run_now_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
+    """Move run_at of waiting (pending/failed) jobs to now; attempts are kept."""
+    now = timezone.now()
+    changed = (
+        jobs(alias)
+        .filter(id__in=list(ids), status__in=RUN_NOW.sources)
+        .update(run_at=now, updated_at=now)
+    )
+    return BulkResult(changed)
+
+
+JobOrId = Job | int
+
+
+def cancel(job: JobOrId, *, alias: str | None = None) -> OperationResult:
+    """Cancel one job: at once if it waits, by asking its worker if it runs."""
+    job_id = _id_of(job)
+    done = cancel_many([job_id], alias=alias)
+    if done.changed:
+        return _result(job_id, True, "Cancelled.", alias)
+    if done.stopping:
+        return _result(
+            job_id, True, "Asked its worker to stop it; it ends cancelled when it stops.", alias
+        )
+    return _not_applied(job_id, "cancel", CANCEL.sources + STOP.sources, alias)
+
+
+def requeue(job: JobOrId, *, alias: str | None = None) -> OperationResult:
+    """Run one finished or waiting job again from scratch (attempts reset to 0)."""
+    job_id = _id_of(job)
+    if requeue_many([job_id], alias=alias).changed:
+        return _result(job_id, True, "Requeued: pending, due now.", alias)
+    return _not_applied(job_id, "requeue", REQUEUE.sources, alias)
+
+
+def run_now(job: JobOrId, *, alias: str | None = None) -> OperationResult:
+    """Make one waiting job due now (its attempts are kept)."""
+    job_id = _id_of(job)
+    if run_now_many([job_id], alias=alias).changed:
+        return _result(job_id, True, "Due now.", alias)
+    return _not_applied(job_id, "run now", RUN_NOW.sources, alias)
+
+
+def _id_of(job: JobOrId) -> int:
+    if isinstance(job, Job):
+        return int(job.pk)
+    if isinstance(job, bool) or not isinstance(job, int):
+        raise TypeError(f"Pass a Job or a job id (int), not {type(job).__name__}.")
+    return job
+
+
+def _status(job_id: int, alias: str | None) -> str | None:
+    return jobs(alias).filter(id=job_id).values_list("status", flat=True).first()
+
+
+def _result(job_id: int, applied: bool, message: str, alias: str | None) -> OperationResult:
+    return OperationResult(job_id, applied, _status(job_id, alias), message)
+
+
+def _not_applied(
+    job_id: int, what: str, accepted: Sequence[Status], alias: str | None
+) -> OperationResult:
+    status = _status(job_id, alias)
+    if status is None:
+        return OperationResult(job_id, False, None, f"No job {job_id}.")
+    if status == Status.RUNNING and what == "cancel":
+        message = "Already asked to stop; it ends cancelled when its handler stops."
+    else:
+        allowed = ", ".join(dict.fromkeys(s.value for s in accepted))
+        message = f"Nothing to do: the job is {status}; {what} applies to {allowed} jobs."
+    return OperationResult(job_id, False, status, message)
+
+
+def purgeable(
+    older_than: datetime | None = None,
+    statuses: Sequence[str] = FINISHED_VALUES,
+    queue: str | None = None,
+    alias: str | None = None,
+) -> QuerySet[Job]:
+    """Finished jobs that may be deleted: never pending, failed or running ones."""
+    unknown = set(statuses) - set(FINISHED_VALUES)
+    if unknown:
+        raise ValueError(
+            f"Only finished jobs can be purged ({', '.join(FINISHED_VALUES)}); "
+            f"got {', '.join(sorted(unknown))}."
+        )
+    queryset = jobs(alias).filter(status__in=list(statuses))
+    if older_than is not None:
+        queryset = queryset.filter(finished_at__lt=older_than)
+    if queue:
+        queryset = queryset.filter(queue=queue)
+    return queryset
+
+
+def purge(queryset: QuerySet[Job], batch_size: int = 1000, max_batches: int | None = None) -> int:
+    """Delete in batches by primary key, each its own short transaction."""
+    alias = queryset.db
+    deleted = 0
+    batches = 0
+    while max_batches is None or batches < max_batches:
+        batches += 1
+        ids = list(queryset.order_by("id").values_list("id", flat=True)[:batch_size])
+        if not ids:
+            return deleted
+        with transaction.atomic(using=alias):
+            # Filtered again: a job requeued since the read must not be deleted.
+            count, _ = queryset.filter(id__in=ids).delete()
+        deleted += count
+    return deleted
+
+
+def prune_completed(days: float, *, alias: str | None = None, batch_size: int = 1000) -> int:
+    """One batch of the built-in pruning: completed jobs finished more than `days` ago."""
+    cutoff = timezone.now() - timedelta(days=days)
+    queryset = purgeable(cutoff, statuses=[Status.COMPLETED.value], alias=alias)
+    return purge(queryset, batch_size=batch_size, max_batches=1)

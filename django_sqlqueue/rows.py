@@ -1,0 +1,165 @@
+"""A job row as plain data where it crosses layers: `NewJob` on its way into the table,
+`ClaimedJob` on its way to a worker. No ORM instance on either hot path."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from datetime import timezone as dt_timezone
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
+
+if TYPE_CHECKING:
+    from .models import Job
+
+#: Columns every claimer returns, in this order.
+CLAIM_COLUMNS = (
+    "id",
+    "name",
+    "queue",
+    "args",
+    "kwargs",
+    "attempts",
+    "max_attempts",
+    "priority",
+    "run_at",
+    "created_at",
+    "history",
+    "backend",
+    "trace_context",
+)
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, (str, bytes, bytearray)) else value
+
+
+def to_datetime(value: Any) -> datetime:
+    """A database datetime as an aware UTC datetime (naive when USE_TZ is off)."""
+    if isinstance(value, str):
+        parsed = parse_datetime(value)
+        if parsed is None:
+            raise ValueError(f"not a datetime: {value!r}")
+        value = parsed
+    if settings.USE_TZ and value.tzinfo is None:
+        value = value.replace(tzinfo=dt_timezone.utc)
+    return value
+
+
+@dataclass
+class ClaimedJob:
+    id: int
+    name: str
+    queue: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    attempts: int
+    max_attempts: int
+    priority: int
+    run_at: datetime
+    created_at: datetime
+    history: list[dict[str, Any]] = field(default_factory=list)
+    backend: str = ""
+    lease_owner: str = ""
+    #: When this attempt started: the `started_at` the claim wrote to the row (the claimer
+    #: knows it without reading it back), so every account of the attempt shows one time.
+    started_at: datetime | None = None
+    #: The enqueuing span's trace context, if OpenTelemetry recorded one (tracing.py).
+    trace_context: dict[str, str] | None = None
+
+    @classmethod
+    def from_row(
+        cls, row: tuple[Any, ...], lease_owner: str, started_at: datetime | None = None
+    ) -> ClaimedJob:
+        """A claimed row (CLAIM_COLUMNS), claimed by `lease_owner` at `started_at`."""
+        values = dict(zip(CLAIM_COLUMNS, row, strict=True))
+        return cls(
+            id=int(values["id"]),
+            name=values["name"],
+            queue=values["queue"],
+            args=_json(values["args"]),
+            kwargs=_json(values["kwargs"]),
+            attempts=int(values["attempts"]),
+            max_attempts=int(values["max_attempts"]),
+            priority=int(values["priority"]),
+            run_at=to_datetime(values["run_at"]),
+            created_at=to_datetime(values["created_at"]),
+            history=_json(values["history"]) or [],
+            backend=values["backend"] or "",
+            lease_owner=lease_owner,
+            started_at=started_at,
+            trace_context=_json(values["trace_context"]),
+        )
+
+    @classmethod
+    def from_model(cls, job: Job) -> ClaimedJob:
+        """A running job's row as its lease owner sees it (recovery acts as that owner)."""
+        return cls(
+            id=job.id,
+            name=job.name,
+            queue=job.queue,
+            args=job.args,
+            kwargs=job.kwargs,
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            priority=job.priority,
+            run_at=job.run_at,
+            created_at=job.created_at,
+            history=list(job.history or []),
+            backend=job.backend,
+            lease_owner=job.lease_owner,
+            started_at=job.started_at,
+            trace_context=job.trace_context,
+        )
+
+    @property
+    def order_key(self) -> tuple[int, datetime, int]:
+        """The claim order: highest priority, then earliest run_at, then lowest id."""
+        return (-self.priority, self.run_at, self.id)
+
+
+@dataclass(slots=True)
+class NewJob:
+    """A validated job not yet stored."""
+
+    name: str
+    queue: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    priority: int
+    max_attempts: int
+    run_at: datetime
+    created_at: datetime
+    idempotency_key: str | None = None
+    backend: str = ""
+    #: Set as the job is stored, when OpenTelemetry records the enqueue (tracing.py).
+    trace_context: dict[str, str] | None = None
+    #: Flow control (flow/spec.py): the unique digest while the job is active (unique=True),
+    #: the unique_for window in seconds, the concurrency key.
+    unique_key: str | None = None
+    #: unique_for: (the FlowKey row's key, the window in seconds).
+    unique_window: tuple[str, float] | None = None
+    concurrency_key: str | None = None
+
+    @property
+    def has_flow_columns(self) -> bool:
+        return self.unique_key is not None or self.concurrency_key is not None
+
+    @classmethod
+    def from_model(cls, job: Job) -> NewJob:
+        return cls(
+            name=job.name,
+            queue=job.queue,
+            args=job.args,
+            kwargs=job.kwargs,
+            priority=job.priority,
+            max_attempts=job.max_attempts,
+            run_at=job.run_at,
+            created_at=job.created_at,
+            idempotency_key=job.idempotency_key,
+            backend=job.backend,
+            trace_context=job.trace_context,
+        )

@@ -1,0 +1,116 @@
+"""The worker's pulse: its row in the workers table, and a thread that renews its leases.
+
+A lease renewed by a live worker is never stolen, however long its job runs; a worker that
+dies stops renewing, and its jobs come back within one lease (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Sequence
+
+from django.db import connections
+from django.utils import timezone
+
+from ..models import Worker
+from ..transitions import renew_leases
+
+logger = logging.getLogger("django_sqlqueue")
+
+
+def new_worker_id() -> str:
+    host = socket.gethostname()[:60]
+    return f"{host}:{os.getpid()}:{os.urandom(3).hex()}"
+
+
+def insert_worker_row(worker_id: str, alias: str, queues: Sequence[str]) -> None:
+    """One INSERT (on SQLite a read-then-write transaction could fail to lock)."""
+    now = timezone.now()
+    Worker(
+        id=worker_id,
+        hostname=socket.gethostname()[:255],
+        pid=os.getpid(),
+        queues=",".join(queues),
+        started_at=now,
+        last_seen_at=now,
+    ).save(using=alias, force_insert=True)
+
+
+def delete_worker_row(worker_id: str, alias: str) -> None:
+    Worker.objects.using(alias).filter(id=worker_id).delete()
+
+
+def close_quietly(alias: str) -> None:
+    """Close this thread's connection, which may be broken: closing must not fail."""
+    try:
+        connections[alias].close()
+    except Exception as exc:
+        logger.debug("Closing %r: %s", alias, exc)
+
+
+class Heartbeat(threading.Thread):
+    def __init__(
+        self,
+        worker_id: str,
+        alias: str,
+        interval: float,
+        lease_seconds: float,
+        current_job: Callable[[], int | None],
+        held_jobs: Callable[[], list[int]],
+        jobs_done: Callable[[], int],
+        on_orphaned: Callable[[], None],
+        on_overdue: Callable[[], None],
+        on_renewed: Callable[[], None] = lambda: None,
+    ) -> None:
+        super().__init__(name=f"sqlqueue-heartbeat-{worker_id}", daemon=True)
+        self.worker_id = worker_id
+        self.alias = alias
+        self.interval = interval
+        self.lease_seconds = lease_seconds
+        self.current_job = current_job
+        self.held_jobs = held_jobs
+        self.jobs_done = jobs_done
+        self.on_orphaned = on_orphaned
+        self.on_overdue = on_overdue
+        self.on_renewed = on_renewed
+        self.parent_pid = os.getppid()
+        self.stopped = threading.Event()
+
+    def beat(self) -> None:
+        renew_leases(self.worker_id, self.held_jobs(), self.lease_seconds, alias=self.alias)
+        self.on_renewed()
+        Worker.objects.using(self.alias).filter(id=self.worker_id).update(
+            last_seen_at=timezone.now(),
+            current_job_id=self.current_job(),
+            jobs_done=self.jobs_done(),
+        )
+
+    def run(self) -> None:
+        """Beat until stopped. Nothing ends this thread but stop(): a worker whose heartbeat
+        died would look alive to nobody and lose its leases while it runs its job."""
+        try:
+            while not self.stopped.wait(self.interval):
+                self.tick()
+        finally:
+            close_quietly(self.alias)
+
+    def tick(self) -> None:
+        try:
+            if os.getppid() != self.parent_pid:
+                logger.warning("Worker %s: supervisor is gone; stopping", self.worker_id)
+                self.on_orphaned()
+            self.on_overdue()
+        except Exception:
+            logger.exception("Worker %s: heartbeat check failed", self.worker_id)
+        try:
+            self.beat()
+        except Exception as exc:
+            logger.warning("Worker %s: heartbeat failed: %s", self.worker_id, exc)
+            close_quietly(self.alias)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=self.interval + 5)

@@ -1,0 +1,109 @@
+"""The supervisor's housekeeping: one class per chore, run in turn every few seconds.
+
+Several supervisors (on one host or many) may run the same chores at once: each is a set of
+conditional statements that is safe to repeat, so no leader is needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+from typing import Protocol
+
+from django.db import DatabaseError, connections
+from django.utils import timezone
+
+from .. import transitions
+from ..conf import QueueSettings
+from ..databases import queue_database
+from ..models import Worker
+from ..operations import prune_completed
+from .observing import QueueSampling, RollupKeeping
+from .runner import backoff_for
+
+logger = logging.getLogger("django_sqlqueue")
+
+
+class Chore(Protocol):
+    def run(self) -> None: ...
+
+
+class LeaseRecovery:
+    """Fail (as a spent attempt) running jobs whose worker stopped renewing the lease."""
+
+    def __init__(self, conf: QueueSettings) -> None:
+        self.alias = conf.database
+
+    def run(self) -> None:
+        counts = transitions.recover_expired_leases(alias=self.alias, backoff_for=backoff_for)
+        if any(counts.values()):
+            logger.warning("Recovered jobs with expired leases: %s", counts)
+
+
+class StaleWorkerRows:
+    """Forget heartbeat rows of workers not seen for three leases (gone without a goodbye)."""
+
+    def __init__(self, conf: QueueSettings) -> None:
+        self.alias = conf.database
+        self.lease_seconds = conf.lease_seconds
+
+    def run(self) -> None:
+        stale = timezone.now() - timedelta(seconds=3 * self.lease_seconds)
+        Worker.objects.using(self.alias).filter(last_seen_at__lt=stale).delete()
+
+
+class CompletedJobsPruning:
+    """Delete one batch of completed jobs older than PRUNE_COMPLETED_AFTER_DAYS."""
+
+    def __init__(self, conf: QueueSettings) -> None:
+        self.alias = conf.database
+        self.days = conf.prune_completed_after_days
+
+    def run(self) -> None:
+        if self.days is None:
+            return
+        pruned = prune_completed(self.days, alias=self.alias)
+        if pruned:
+            logger.info("Pruned %d completed jobs", pruned)
+
+
+class TableStatistics:
+    """Keep the planner's statistics of the job table honest after a burst (PostgreSQL)."""
+
+    def __init__(self, conf: QueueSettings) -> None:
+        self.keeper = queue_database(conf.database).statistics_keeper()
+
+    def run(self) -> None:
+        self.keeper.refresh_if_stale()
+
+
+class Maintenance:
+    """Runs every chore in turn; a database error ends the round, the next one retries."""
+
+    def __init__(self, conf: QueueSettings) -> None:
+        self.alias = conf.database
+        self.interval = max(1.0, conf.lease_seconds / 4)
+        self.next_round = 0.0
+        self.chores: list[Chore] = [
+            LeaseRecovery(conf),
+            StaleWorkerRows(conf),
+            CompletedJobsPruning(conf),
+            TableStatistics(conf),
+            # The admin dashboard's rollup and samples (runtime/observing.py).
+            RollupKeeping(conf),
+            QueueSampling(conf),
+        ]
+
+    @property
+    def due(self) -> bool:
+        return time.monotonic() >= self.next_round
+
+    def run(self) -> None:
+        self.next_round = time.monotonic() + self.interval
+        try:
+            for chore in self.chores:
+                chore.run()
+        except DatabaseError as exc:
+            logger.warning("Housekeeping failed (%s); will retry", exc)
+            connections[self.alias].close()

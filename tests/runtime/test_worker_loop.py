@@ -1,0 +1,235 @@
+"""The worker loop in-process: claim sizes, batches, shutdown paths and database errors.
+
+The process tests (tests/workers/) prove the same behaviours end to end with real
+supervisors; these drive `JobWorker.work()` directly against the real database and claimer,
+so each case runs in milliseconds. Faults are injected by wrapping the real claimer, never by
+replacing the database.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+import pytest
+from django.db import OperationalError
+
+from django_sqlqueue import job
+from django_sqlqueue.conf import get_settings
+from django_sqlqueue.databases import queue_database
+from django_sqlqueue.databases.claiming import Claimer
+from django_sqlqueue.databases.polling import Waiter
+from django_sqlqueue.models import Job
+from django_sqlqueue.rows import ClaimedJob
+from django_sqlqueue.runtime import worker as worker_module
+from django_sqlqueue.runtime.worker import EXIT_RECYCLE, JobWorker, WorkerOptions
+from django_sqlqueue.states import Status
+from tests.testapp.jobs import add, fail_always, noop
+
+# The worker runs in autocommit as in its own process (and closes connections left in a
+# transaction), so the rows must be committed: no test transaction around it.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class RecordingClaimer(Claimer):
+    """The database's real claimer, remembering each claim's size and failing on request."""
+
+    def __init__(self, real: Claimer, failures: int = 0) -> None:
+        self.real = real
+        self.failures = failures
+        self.sizes: list[int] = []
+        self.claimed: list[list[int]] = []
+        self.after_claim: Callable[[JobWorker], None] | None = None
+        self.worker: JobWorker | None = None
+
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        lease_seconds: float,
+        now: datetime,
+    ) -> list[ClaimedJob]:
+        if self.failures:
+            self.failures -= 1
+            raise OperationalError("connection refused (injected)")
+        self.sizes.append(limit)
+        jobs = self.real.claim(worker_id, queues, limit, lease_seconds, now)
+        self.claimed.append([j.id for j in jobs])
+        if self.after_claim and self.worker and jobs:
+            self.after_claim(self.worker)
+        return jobs
+
+
+class CountingWaiter(Waiter):
+    """Waits not at all; stops the worker after `limit` idle waits."""
+
+    def __init__(self, stop: threading.Event, limit: int = 1) -> None:
+        super().__init__("default", 0.01, stop)
+        self.waits = 0
+        self.limit = limit
+
+    def wait(self) -> None:
+        self.waits += 1
+        if self.waits >= self.limit:
+            self.stop.set()
+
+
+def make_worker(
+    alias: str, *, failures: int = 0, **options: Any
+) -> tuple[JobWorker, RecordingClaimer]:
+    claimer = RecordingClaimer(queue_database(alias).claimer(), failures=failures)
+    worker = JobWorker("worker-in-process", WorkerOptions(**options), claimer=claimer)
+    worker.waiter = CountingWaiter(worker.stopping)
+    claimer.worker = worker
+    return worker, claimer
+
+
+def statuses(alias: str) -> dict[str, int]:
+    rows = Job.objects.using(alias).values_list("status", flat=True)
+    counts: dict[str, int] = {}
+    for status in rows:
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+class TestClaimSize:
+    def test_first_claim_takes_one_job(self, alias: str) -> None:
+        worker, _ = make_worker(alias)
+        assert worker.claim_size() == 1
+
+    def test_short_jobs_travel_in_batches_up_to_batch_size(self, alias: str) -> None:
+        worker, _ = make_worker(alias)
+        worker.observe_duration("tests.noop", 0.0001)
+        assert worker.claim_size() == get_settings().batch_size
+        worker, _ = make_worker(alias, batch_size=3)
+        worker.observe_duration("tests.noop", 0.0001)
+        assert worker.claim_size() == 3
+
+    def test_slow_jobs_are_claimed_one_by_one(self, alias: str) -> None:
+        worker, _ = make_worker(alias)
+        worker.observe_duration("tests.noop", 0.5)
+        assert worker.claim_size() == 1
+
+    def test_budget_divides_by_the_average_duration(self, alias: str) -> None:
+        worker, _ = make_worker(alias)
+        worker.observe_duration("tests.noop", worker_module.CLAIM_BUDGET_SECONDS / 4)
+        assert worker.claim_size() == 4
+
+    def test_never_claims_past_max_jobs(self, alias: str) -> None:
+        worker, _ = make_worker(alias, max_jobs=5)
+        worker.observe_duration("tests.noop", 0.0001)
+        worker.jobs_done = 3
+        assert worker.claim_size() == 2
+
+
+class TestLoop:
+    def test_burst_runs_every_due_job_and_returns(self, alias: str) -> None:
+        for n in range(30):
+            add.enqueue(n, 1)
+        worker, claimer = make_worker(alias, burst=True)
+        assert worker.work() == 0
+        worker.recorder.flush()
+        assert statuses(alias) == {Status.COMPLETED: 30}
+        assert worker.jobs_done == 30
+        assert claimer.sizes[0] == 1, "no duration known yet: one job"
+        assert max(claimer.sizes) > 1, "short jobs are then claimed in batches"
+        results = sorted(Job.objects.using(alias).values_list("result", flat=True))
+        assert results == sorted(n + 1 for n in range(30))
+
+    def test_idle_worker_waits_and_stops_when_told(self, alias: str) -> None:
+        worker, claimer = make_worker(alias)
+        assert worker.work() == 0
+        assert worker.waiter.waits == 1
+        assert claimer.claimed == [[]]
+
+    def test_max_jobs_recycles_after_exactly_that_many(self, alias: str) -> None:
+        for _ in range(10):
+            noop.enqueue()
+        worker, _ = make_worker(alias, max_jobs=4)
+        assert worker.work() == EXIT_RECYCLE
+        assert worker.jobs_done == 4
+        assert statuses(alias) == {Status.COMPLETED: 4, Status.PENDING: 6}
+
+    def test_failures_are_recorded_with_their_exception(self, alias: str) -> None:
+        failing = fail_always.enqueue()
+        worker, _ = make_worker(alias, burst=True)
+        worker.work()
+        failing.refresh_from_db()
+        assert failing.status == Status.FAILED
+        [entry] = failing.history
+        assert entry["outcome"] == "error"
+        assert entry["exception"] == "builtins.ValueError"
+        assert "boom on attempt 1" in failing.last_error
+
+
+class TestShutdown:
+    def test_stop_during_a_batch_hands_back_what_did_not_start(self, alias: str) -> None:
+        for _ in range(6):
+            noop.enqueue()
+        worker, claimer = make_worker(alias, batch_size=6)
+        worker.observe_duration("tests.noop", 0.0001)  # claim the whole batch at once
+
+        def stop_after_the_first_job(w: JobWorker) -> None:
+            original = w.attempts.run
+
+            def run(claimed: ClaimedJob) -> None:
+                original(claimed)
+                w.stopping.set()
+                w.attempts.run = original  # type: ignore[method-assign]
+
+            w.attempts.run = run  # type: ignore[method-assign]
+
+        claimer.after_claim = stop_after_the_first_job
+        assert worker.work() == 0
+        worker.recorder.flush()
+        assert claimer.claimed and len(claimer.claimed[0]) == 6
+        assert statuses(alias) == {Status.COMPLETED: 1, Status.PENDING: 5}
+        handed_back = Job.objects.using(alias).filter(status=Status.PENDING)
+        assert all(job.attempts == 0 for job in handed_back), "unstarted jobs are not spent"
+        assert all(job.history[-1]["outcome"] == "released" for job in handed_back)
+
+    def test_a_stopped_worker_claims_nothing(self, alias: str) -> None:
+        noop.enqueue()
+        worker, claimer = make_worker(alias)
+        worker.stopping.set()
+        assert worker.work() == 0
+        assert claimer.sizes == []
+        assert statuses(alias) == {Status.PENDING: 1}
+
+
+class TestDatabaseErrors:
+    def test_claim_errors_back_off_and_the_worker_recovers(
+        self, alias: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        waits: list[float] = []
+        monkeypatch.setattr(JobWorker, "database_trouble", lambda self, exc, n: waits.append(n))
+        noop.enqueue()
+        worker, _ = make_worker(alias, burst=True, failures=3)
+        assert worker.work() == 0
+        assert waits == [1, 2, 3], "each consecutive failure is counted for the backoff"
+        assert statuses(alias) == {Status.COMPLETED: 1}
+
+    def test_backoff_grows_and_is_capped(self, alias: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        worker, _ = make_worker(alias)
+        delays: list[float] = []
+        monkeypatch.setattr(worker.stopping, "wait", lambda delay: delays.append(delay))
+        for failures in (1, 2, 3, 10):
+            worker.database_trouble(OperationalError("down"), failures)
+        assert delays == [1.0, 2.0, 4.0, 30.0]
+
+
+@job("tests.runtime.sees_worker", takes_context=True)
+def sees_worker(context: Any) -> str:
+    return context.worker_id
+
+
+def test_handlers_get_the_workers_id_in_their_context(alias: str) -> None:
+    created = sees_worker.enqueue()
+    worker, _ = make_worker(alias, burst=True)
+    worker.work()
+    worker.recorder.flush()
+    created.refresh_from_db()
+    assert created.result == "worker-in-process"
