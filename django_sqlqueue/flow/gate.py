@@ -1,0 +1,211 @@
+"""The claim's gate for concurrency and rate limits.
+
+A claim takes due jobs as it always does; then, only if some claimed job has a limit (its
+handler declares `concurrency` or `rate_limit`, or its queue is in QUEUE_RATE_LIMITS), one
+short transaction locks the `FlowKey` row of each key involved (sorted, so deciders never
+deadlock), counts the other running jobs of each concurrency key and the starts of each rate
+key within its period, keeps the jobs that fit in claim order, and parks the rest: back to
+pending, attempt not spent (`states.PARK`), due again when a slot or the allowance should
+free. The decisions on one key take turns, so no two workers can both take its last slot.
+With no limit declared anywhere this module does nothing at all.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count
+
+from ..conf import get_settings
+from ..models import Job
+from ..rows import ClaimedJob
+from ..states import Status
+from .locks import QueueDatabase, lock_key, save_key
+from .spec import GATED, FlowSpec, RateLimit
+
+#: Seconds a job held back by its concurrency limit waits before a worker looks again, unless
+#: the worker that frees a slot of its key wakes it first (`states.WAKE`, `Claimer.wake`).
+CONCURRENCY_RETRY_SECONDS = 0.5
+
+
+@dataclass
+class Rules:
+    specs: dict[str, FlowSpec]
+    queue_rates: dict[str, RateLimit]
+
+    def gates(self, job: ClaimedJob) -> bool:
+        return job.name in self.specs or job.queue in self.queue_rates
+
+
+@dataclass
+class Admitted:
+    """What a claim may start: `jobs`; when its last parked job is due again (None: none
+    parked); concurrency key → jobs of it kept (their slots free when they end)."""
+
+    jobs: list[ClaimedJob]
+    last_due: datetime | None = None
+    keys: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Decision:
+    """What one gate pass decided: jobs kept, and jobs parked with the time they are due."""
+
+    kept: list[ClaimedJob] = field(default_factory=list)
+    parked: dict[datetime, list[ClaimedJob]] = field(default_factory=lambda: defaultdict(list))
+    #: Concurrency key → jobs of it kept.
+    keys: dict[str, int] = field(default_factory=dict)
+
+
+class FlowGate:
+    """One claimer's gate. Its rules come from the registered handlers (`GATED`) and the
+    settings, read again only when a handler was (un)registered."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self._version = -1
+        self._conf: Any = None
+        self._rules: Rules | None = None
+
+    def rules(self) -> Rules | None:
+        conf = get_settings()
+        if GATED.version != self._version or conf is not self._conf:
+            specs = dict(GATED.specs)
+            queue_rates = dict(conf.queue_rate_limits)
+            self._rules = Rules(specs, queue_rates) if specs or queue_rates else None
+            self._version, self._conf = GATED.version, conf
+        return self._rules
+
+    def admit(
+        self, database: QueueDatabase, worker_id: str, jobs: list[ClaimedJob], now: datetime
+    ) -> Admitted:
+        """The claimed jobs this worker may start; the others are parked."""
+        rules = self.rules()
+        if rules is None or not jobs:
+            return Admitted(jobs)
+        gated = [job for job in jobs if rules.gates(job)]
+        if not gated:
+            return Admitted(jobs)
+        free = [job for job in jobs if not rules.gates(job)]
+        decision = self.decide(database, rules, gated, now)
+        if decision.parked:
+            claimer = database.claimer()
+            for run_at, parked in decision.parked.items():
+                claimer.park(worker_id, parked, run_at)
+        kept = {job.id for job in decision.kept}
+        return Admitted(
+            [job for job in jobs if job.id in kept or job in free],
+            max(decision.parked) if decision.parked else None,
+            decision.keys,
+        )
+
+    def decide(
+        self, database: QueueDatabase, rules: Rules, gated: list[ClaimedJob], now: datetime
+    ) -> Decision:
+        keys = concurrency_keys(self.alias, [job.id for job in gated])
+        decision = Decision()
+        with transaction.atomic(using=self.alias):
+            wanted: set[str] = set()
+            for job in gated:
+                wanted.update(lock_names(rules, job, keys.get(job.id)))
+            rows = {name: lock_key(database, name) for name in sorted(wanted)}
+            running = running_counts(self.alias, {k for k in keys.values() if k}, gated)
+            starts = {
+                name: recent_starts(row.starts, now, rate_of(rules, name))
+                for name, row in rows.items()
+                if name.startswith("rate:")
+            }
+            mine: set[str] = set()
+            for job in gated:
+                spec = rules.specs.get(job.name)
+                key = keys.get(job.id)
+                due = now
+                limit = spec.concurrency if spec is not None else None
+                # A worker runs its jobs one after another: a second job of a key in its
+                # hands would hold a slot idle that another worker could use.
+                if (
+                    limit is not None
+                    and key is not None
+                    and (running.get(key, 0) >= limit or key in mine)
+                ):
+                    due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
+                for name in rate_names(rules, job):
+                    rate = rate_of(rules, name)
+                    window = starts[name]
+                    if len(window) >= rate.limit:
+                        frees = window[-rate.limit] + rate.period
+                        due = max(due, datetime.fromtimestamp(frees, now.tzinfo))
+                if due > now:
+                    decision.parked[due].append(job)
+                    continue
+                decision.kept.append(job)
+                if key is not None and limit is not None:
+                    running[key] = running.get(key, 0) + 1
+                    mine.add(key)
+                    decision.keys[key] = decision.keys.get(key, 0) + 1
+                for name in rate_names(rules, job):
+                    starts[name].append(now.timestamp())
+            for name, window in starts.items():
+                rows[name].starts = window
+                save_key(database, rows[name], "starts")
+        return decision
+
+
+def lock_names(rules: Rules, job: ClaimedJob, key: str | None) -> list[str]:
+    names = list(rate_names(rules, job))
+    spec = rules.specs.get(job.name)
+    if spec is not None and spec.concurrency is not None and key is not None:
+        names.append(f"concurrency:{key}")
+    return names
+
+
+def rate_names(rules: Rules, job: ClaimedJob) -> list[str]:
+    names = []
+    spec = rules.specs.get(job.name)
+    if spec is not None and spec.rate_limit is not None:
+        names.append(f"rate:job:{job.name}")
+    if job.queue in rules.queue_rates:
+        names.append(f"rate:queue:{job.queue}")
+    return names
+
+
+def rate_of(rules: Rules, name: str) -> RateLimit:
+    kind, _, subject = name.removeprefix("rate:").partition(":")
+    if kind == "job":
+        rate = rules.specs[subject].rate_limit
+        assert rate is not None
+        return rate
+    return rules.queue_rates[subject]
+
+
+def recent_starts(stored: Any, now: datetime, rate: RateLimit) -> list[float]:
+    """The start times (epoch seconds) within the last period, oldest first."""
+    since = now.timestamp() - rate.period
+    return sorted(float(t) for t in (stored or []) if float(t) > since)
+
+
+def concurrency_keys(alias: str, ids: Sequence[int]) -> dict[int, str | None]:
+    """The stored concurrency key of each claimed job (as enqueued, whatever the code says now)."""
+    rows = Job.objects.using(alias).filter(pk__in=list(ids)).values_list("pk", "concurrency_key")
+    return dict(rows)
+
+
+def running_counts(alias: str, keys: set[str], mine: list[ClaimedJob]) -> dict[str, int]:
+    """Running jobs per concurrency key, this claim's own jobs left out. Read after the keys'
+    rows were locked: every job another worker admitted before us has committed."""
+    if not keys:
+        return {}
+    counts = (
+        Job.objects.using(alias)
+        .filter(status=Status.RUNNING, concurrency_key__in=sorted(keys))
+        .exclude(pk__in=[job.id for job in mine])
+        .order_by()
+        .values("concurrency_key")
+        .annotate(running=Count("id"))
+    )
+    return {str(row["concurrency_key"]): int(row["running"]) for row in counts}

@@ -1,0 +1,107 @@
+"""Unique jobs: unique=True while active, unique_for within a window, unique_by, enqueue_many,
+transactions, and the errors for bad options."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.models import Job
+from django_sqlqueue.states import Status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def sync_user(user_id, full=False):
+    return user_id
+
+
+def test_unique_while_pending_failed_or_running(register_job):
+    handler = register_job("flow.sync", sync_user, unique=True)
+    first = handler.enqueue(user_id=1)
+    again = handler.enqueue(user_id=1)
+    assert again.deduplicated and again.pk == first.pk
+    other = handler.enqueue(user_id=2)
+    assert not other.deduplicated and other.pk != first.pk
+    # Positional and keyword arguments are different calls (compared as passed).
+    for status in (Status.FAILED, Status.RUNNING):
+        Job.objects.filter(pk=first.pk).update(status=status)
+        assert handler.enqueue(user_id=1).pk == first.pk
+    # Once it finished, a new job is stored.
+    for status in (Status.COMPLETED, Status.DEAD, Status.CANCELLED):
+        Job.objects.filter(unique_key=first.unique_key).update(status=status)
+        fresh = handler.enqueue(user_id=1)
+        assert not fresh.deduplicated and fresh.pk != first.pk
+        assert fresh.unique_key == first.unique_key
+
+
+def test_unique_by_compares_only_those_arguments(register_job):
+    handler = register_job("flow.sync_by", sync_user, unique=True, unique_by=("user_id",))
+    first = handler.enqueue(user_id=1, full=False)
+    assert handler.enqueue(user_id=1, full=True).pk == first.pk
+    assert handler.enqueue(1, full=True).pk == first.pk  # positional: bound to its name
+    assert handler.enqueue(user_id=2).pk != first.pk
+
+
+def test_unique_for_whatever_the_state(register_job):
+    handler = register_job("flow.window", sync_user, unique_for=timedelta(seconds=60))
+    first = handler.enqueue(user_id=1)
+    Job.objects.filter(pk=first.pk).update(status=Status.COMPLETED)
+    again = handler.enqueue(user_id=1)
+    assert again.deduplicated and again.pk == first.pk
+    assert first.unique_key is None  # unique_for alone keeps no active key
+    # Out of the window: a new job, which opens a new window.
+    from django_sqlqueue.models import FlowKey
+
+    FlowKey.objects.update(until=timezone.now() - timedelta(seconds=1))
+    later = handler.enqueue(user_id=1)
+    assert not later.deduplicated and later.pk != first.pk
+    assert handler.enqueue(user_id=1).pk == later.pk
+
+
+def test_unique_inside_a_transaction_that_rolls_back(register_job):
+    handler = register_job("flow.tx", sync_user, unique=True, unique_for=30)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        handler.enqueue(user_id=1)
+        assert handler.enqueue(user_id=1).deduplicated
+        raise RuntimeError
+    assert not Job.objects.exists()
+    stored = handler.enqueue(user_id=1)
+    assert not stored.deduplicated
+
+
+def test_enqueue_many_dedupes_within_the_batch_and_against_the_table(register_job):
+    handler = register_job("flow.many", sync_user, unique=True)
+    queued = handler.enqueue(user_id=3)
+    jobs = handler.enqueue_many([{"user_id": 1}, {"user_id": 2}, {"user_id": 1}, {"user_id": 3}])
+    assert [j.deduplicated for j in jobs] == [False, False, True, True]
+    assert jobs[2].pk == jobs[0].pk and jobs[3].pk == queued.pk
+    assert Job.objects.count() == 3
+
+
+def test_unique_with_an_idempotency_key_is_a_clear_error(register_job):
+    handler = register_job("flow.both", sync_user, unique=True)
+    with pytest.raises(
+        InvalidJobError, match=r"'flow.both' is declared unique.*without idempotency_key"
+    ):
+        handler.using(idempotency_key="k").enqueue(user_id=1)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"unique": "yes"}, "unique must be True or False"),
+        ({"unique_for": timedelta(0)}, "unique_for must be a positive timedelta"),
+        ({"unique_for": -5}, "unique_for must be a positive timedelta"),
+        ({"unique_by": ("user_id",)}, "add unique=True or unique_for"),
+        ({"unique": True, "unique_by": ("nope",)}, "unique_by names 'nope'"),
+    ],
+)
+def test_bad_unique_options_fail_at_decoration(register_job, options, message):
+    with pytest.raises(InvalidJobError, match=message) as caught:
+        register_job("flow.bad", sync_user, **options)
+    assert "flow.bad" in str(caught.value)

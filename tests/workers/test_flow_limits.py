@@ -1,0 +1,88 @@
+"""Concurrency and rate limits with real worker processes: intervals of one key never
+overlap beyond the limit, two keys run side by side, other jobs pass the limited ones, and
+starts per sliding window never exceed a rate limit."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+import pytest
+
+from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.states import Status
+from tests.testapp.jobs import limited, rated, record
+from tests.testapp.models import Execution
+
+from .conftest import wait_for
+
+pytestmark = pytest.mark.workers
+
+
+def all_done(ids: list[int]) -> bool:
+    return Job.objects.filter(pk__in=ids, status=Status.COMPLETED).count() == len(ids)
+
+
+def most_at_once(intervals: list[tuple[datetime, datetime]]) -> int:
+    events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
+    now = peak = 0
+    for _, step in events:  # an end sorts before a start at the same instant
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def intervals(account: str) -> list[tuple[datetime, datetime]]:
+    rows = Execution.objects.filter(label__startswith=f"{account}-")
+    starts = {r.job_id: r.created_at for r in rows if r.label.endswith("-start")}
+    ends = {r.job_id: r.created_at for r in rows if r.label.endswith("-end")}
+    assert starts.keys() == ends.keys()
+    return [(starts[job], ends[job]) for job in starts]
+
+
+def most_in_window(starts: list[datetime], window: timedelta) -> int:
+    starts = sorted(starts)
+    return max(sum(1 for other in starts if start <= other < start + window) for start in starts)
+
+
+def test_concurrency_limit_with_four_workers(workers):
+    a = [limited.enqueue(account="a", seconds=0.3).pk for _ in range(8)]
+    b = [limited.enqueue(account="b", seconds=0.3).pk for _ in range(6)]
+    others = [record.enqueue(label="free").pk for _ in range(10)]
+    workers.start("-n", "4")
+    wait_for(lambda: all_done(a + b + others), timeout=60)
+    a_runs, b_runs = intervals("a"), intervals("b")
+    assert len(a_runs) == 8 and len(b_runs) == 6
+    assert most_at_once(a_runs) <= 2, a_runs
+    assert most_at_once(b_runs) <= 2, b_runs
+    # The two keys ran side by side: more than one key's limit at once.
+    assert most_at_once(a_runs + b_runs) > 2
+    # Held-back jobs did not hold the free ones up, nor spend attempts.
+    last_limited = max(end for _, end in a_runs + b_runs)
+    free_done = Execution.objects.filter(label="free").values_list("created_at", flat=True)
+    assert max(free_done) < last_limited
+    assert set(Job.objects.filter(pk__in=a + b).values_list("attempts", flat=True)) == {1}
+
+
+def test_rate_limits_per_job_and_per_queue(workers):
+    jobs = [rated.enqueue(label=f"r{i}").pk for i in range(16)]
+    queued = [record.using(queue="rq").enqueue(label="rq").pk for _ in range(12)]
+    workers.start("-n", "3", env={"SQLQUEUE_TEST_QUEUE_RATE_LIMITS": json.dumps({"rq": "4/s"})})
+    wait_for(lambda: Worker.objects.count() == 3, timeout=30)
+    wait_for(lambda: all_done(jobs + queued), timeout=60)
+    job_starts = list(Job.objects.filter(pk__in=jobs).values_list("started_at", flat=True))
+    queue_starts = list(Job.objects.filter(pk__in=queued).values_list("started_at", flat=True))
+    assert most_in_window(job_starts, timedelta(seconds=1)) <= 5
+    assert most_in_window(queue_starts, timedelta(seconds=1)) <= 4
+    # It runs close to the limit: 16 starts at 5/s need a little over 3 s, not much more.
+    span = (max(job_starts) - min(job_starts)).total_seconds()
+    assert 2.9 <= span <= 6.0, span
+    assert set(Job.objects.filter(pk__in=jobs + queued).values_list("attempts", flat=True)) == {1}
+
+
+def test_a_burst_run_waits_for_the_jobs_its_limits_held_back(workers):
+    held = [limited.enqueue(account="burst", seconds=0.2).pk for _ in range(6)]
+    rated_ids = [rated.enqueue(label=f"b{i}").pk for i in range(8)]
+    workers.run("--burst", "-n", "3", timeout=60)
+    assert all_done(held + rated_ids)
+    assert most_at_once(intervals("burst")) <= 2
