@@ -1,0 +1,152 @@
+"""The queue dashboard in a real browser, in the light and the dark theme: four charts drawn,
+readable against their background, tooltips on the bars, the day view one click away.
+
+Screenshots (admin-dashboard.png, admin-dashboard-dark.png) go where the other browser tests'
+go: docs/img with `scripts/test.sh --screenshots`, a temporary folder otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from django_sqlqueue import rollups
+from django_sqlqueue.models import JobRollup, QueueSample
+
+from .layout import horizontal_overflow
+from .test_admin_browser import find, find_all, log_in, open_page, screenshot, staff_user, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+__all__ = ["staff_user"]  # the fixture, imported for this module's tests
+
+#: WCAG 2's least contrast for graphics (the series) and for text (the axes).
+GRAPHIC_CONTRAST = 3.0
+TEXT_CONTRAST = 4.5
+
+
+def seed_an_afternoon() -> None:
+    """A day of a plausible queue: a daily wave of mail, steady reports, a bad half hour."""
+    now = timezone.now()
+    rows, samples = [], []
+    for back in range(24 * 60):
+        minute = rollups.minute_of((now - timedelta(minutes=back)).timestamp())
+        wave = 1 + math.sin(back / 90)
+        for queue, name, base in (("mail", "shop.send_email", 40), ("reports", "shop.report", 6)):
+            done = int(base * wave) + 1
+            bad = 5 <= back < 35 and queue == "mail"
+            rows.append(
+                JobRollup(
+                    minute=minute,
+                    queue=queue,
+                    name=name,
+                    outcome="completed",
+                    count=done,
+                    duration_sum=done * (0.05 if queue == "mail" else 2.0),
+                    wait_b1=done // 2,
+                    wait_b3=done - done // 2 - done // 10,
+                    wait_b5=done // 10,
+                )
+            )
+            if bad or back % 17 == 0:
+                failed = 8 if bad else 1
+                rows.append(
+                    JobRollup(
+                        minute=minute,
+                        queue=queue,
+                        name=name,
+                        outcome="failed",
+                        count=failed,
+                        wait_b2=failed,
+                    )
+                )
+            if back % 181 == 0:
+                rows.append(
+                    JobRollup(
+                        minute=minute, queue=queue, name=name, outcome="dead", count=1, wait_b2=1
+                    )
+                )
+            samples.append(
+                QueueSample(
+                    minute=minute,
+                    queue=queue,
+                    pending=int(30 * wave) if queue == "mail" else 3,
+                    failed=8 if bad else 0,
+                    oldest_wait=2.0,
+                )
+            )
+    JobRollup.objects.bulk_create(rows, batch_size=2000)
+    QueueSample.objects.bulk_create(samples, batch_size=2000)
+
+
+def chart_colours(browser: Any) -> list[str]:
+    """Series and axis text whose contrast with the chart's background is too low."""
+    return browser.execute_script(
+        """
+        const parse = c => { const m = c.match(/[\\d.]+/g).map(Number); return m; };
+        const lum = m => { const f = v => { v /= 255;
+            return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+          return 0.2126 * f(m[0]) + 0.7152 * f(m[1]) + 0.0722 * f(m[2]); };
+        const ratio = (a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+        const problems = [];
+        for (const panel of document.querySelectorAll('.sq-chart-panel')) {
+          const bg = lum(parse(getComputedStyle(panel).backgroundColor));
+          for (const el of panel.querySelectorAll('rect, polyline, circle')) {
+            const style = getComputedStyle(el);
+            const colour = el.tagName === 'polyline' ? style.stroke : style.fill;
+            const r = ratio(lum(parse(colour)), bg);
+            if (r < arguments[0]) problems.push(el.getAttribute('class') + ' ' + r.toFixed(2));
+          }
+          for (const el of panel.querySelectorAll('text.sq-axis')) {
+            const r = ratio(lum(parse(getComputedStyle(el).fill)), bg);
+            if (r < arguments[1]) problems.push('axis ' + r.toFixed(2));
+          }
+        }
+        return [...new Set(problems)];
+        """,
+        GRAPHIC_CONTRAST,
+        TEXT_CONTRAST,
+    )
+
+
+def test_dashboard_in_both_themes(browser, live_server, staff_user, screenshots):
+    seed_an_afternoon()
+    url = reverse("admin:django_sqlqueue_dashboard")
+    job_list = reverse("admin:django_sqlqueue_job_changelist")
+    log_in(browser, live_server, staff_user, job_list)
+    # Reached from the job list's tools.
+    find(browser, f".object-tools a[href='{url}']").click()
+    wait_for(browser, lambda b: url in b.current_url)
+    for theme, name in (("light", "admin-dashboard.png"), ("dark", "admin-dashboard-dark.png")):
+        browser.execute_script(f"localStorage.setItem('theme', '{theme}')")
+        browser.set_window_size(1366, 900)
+        open_page(browser, live_server.url + url)
+        assert browser.execute_script("return document.documentElement.dataset.theme") == theme
+        charts = find_all(browser, "svg.sq-chart")
+        assert len(charts) == 4
+        for chart in charts:
+            assert chart.size["width"] > 300 and chart.size["height"] > 80
+        assert len(find_all(browser, "#chart-finished rect")) >= 60
+        assert len(find_all(browser, "#chart-backlog polyline")) == 2
+        assert len(find_all(browser, "#chart-wait polyline")) == 2
+        assert chart_colours(browser) == [], theme
+        assert "page" not in horizontal_overflow(browser), theme
+        # Nothing loaded from another origin.
+        origins = browser.execute_script(
+            "return performance.getEntriesByType('resource').map(e => new URL(e.name).origin)"
+        )
+        assert set(origins) <= {live_server.url}, origins
+        screenshot(browser, screenshots, name, width=1366)
+
+    # The day view: 144 ten-minute bars at most, the bad half hour in the failure rate.
+    find(browser, "a.sq-range-item[href='?range=day']").click()
+    wait_for(browser, lambda b: "range=day" in b.current_url)
+    bars = find_all(browser, "#chart-finished rect")
+    assert 144 <= len(bars) <= 144 * 5
+    title = find(browser, "#chart-finished rect title").get_attribute("textContent")
+    assert ":" in title
+    assert find(browser, ".sq-range-item.sq-active").text == "Last 24 hours"
