@@ -1,0 +1,1 @@
+"""A small project that tests its jobs with django_sqlqueue.testing."""
