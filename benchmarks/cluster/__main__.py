@@ -1,0 +1,3 @@
+from benchmarks.cluster.cli import main
+
+raise SystemExit(main())
