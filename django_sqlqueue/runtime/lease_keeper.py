@@ -1,0 +1,114 @@
+"""The supervisor keeps the leases of the jobs its live workers are running.
+
+A worker renews its own leases from a thread; a handler running long C code that holds the
+GIL (a catastrophic regex, `sum(range(10**10))`) stops every other thread of its process, and
+its lease would expire while it still runs: the job would run again elsewhere, in parallel,
+and the first run's result be discarded. The supervisor runs no user code, and knows each
+child's running job (the worker publishes it in shared memory) and that the child is alive.
+
+Alive means more than "not reaped": a worker frozen by SIGSTOP, or stuck without using the CPU,
+must lose its lease as before. So a job's lease is renewed here only while its process is
+running and its CPU time advances (read from /proc; on systems without it the worker's own
+heartbeat is all there is). Each renewal is one UPDATE, fenced by the lease owner, every
+HEARTBEAT_SECONDS, and only while some worker is running a job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import timedelta
+from functools import reduce
+from operator import or_
+from pathlib import Path
+from typing import Any, Protocol
+
+from django.db import DatabaseError
+from django.db.models import Q
+from django.utils import timezone
+
+from ..conf import QueueSettings
+from ..models import Job
+from ..states import Status
+from .heartbeat import close_quietly
+
+logger = logging.getLogger("django_sqlqueue")
+
+
+class Busy(Protocol):
+    """What the keeper reads of a supervisor's child (supervisor.Child)."""
+
+    worker_id: str
+    process: Any
+    current_job: Any
+
+
+def cpu_state(pid: int) -> tuple[str, int] | None:
+    """The process's state letter and CPU ticks used so far, or None if unknown."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    try:
+        return fields[0], int(fields[11]) + int(fields[12])
+    except (IndexError, ValueError):
+        return None
+
+
+class LeaseKeeper:
+    def __init__(self, conf: QueueSettings) -> None:
+        self.alias = conf.database
+        self.interval = conf.heartbeat_seconds
+        self.lease_seconds = conf.lease_seconds
+        self.next_run = 0.0
+        #: pid → (job id, CPU ticks) at the last look.
+        self.seen: dict[int, tuple[int, int]] = {}
+
+    def run(self, children: Iterable[Busy]) -> int:
+        """Renew the running jobs of the children working on them; how many rows moved."""
+        now = time.monotonic()
+        if now < self.next_run:
+            return 0
+        self.next_run = now + self.interval
+        working = self.working(children)
+        if not working:
+            return 0
+        try:
+            return renew_running(working, self.lease_seconds, self.alias)
+        except DatabaseError as exc:
+            logger.warning("Could not renew the leases of running jobs (%s)", exc)
+            close_quietly(self.alias)
+            return 0
+
+    def working(self, children: Iterable[Busy]) -> list[tuple[int, str]]:
+        """(job id, worker id) of each child that has run on the CPU since the last look
+        while it still runs the same job."""
+        seen: dict[int, tuple[int, int]] = {}
+        working = []
+        for child in children:
+            job_id = child.current_job.value
+            pid = child.process.pid
+            if not job_id or child.process.exitcode is not None:
+                continue
+            state = cpu_state(pid)
+            if state is None or state[0] in "TtZXx":
+                continue
+            seen[pid] = (job_id, state[1])
+            before = self.seen.get(pid)
+            if before is not None and before[0] == job_id and state[1] > before[1]:
+                working.append((job_id, child.worker_id))
+        self.seen = seen
+        return working
+
+
+def renew_running(working: list[tuple[int, str]], lease_seconds: float, alias: str) -> int:
+    """One UPDATE: each job's lease, if it is still running under that worker."""
+    now = timezone.now()
+    fence = reduce(or_, (Q(id=job_id, lease_owner=owner) for job_id, owner in working))
+    return (
+        Job.objects.using(alias)
+        .filter(fence, status=Status.RUNNING)
+        .update(lease_expires_at=now + timedelta(seconds=lease_seconds), updated_at=now)
+    )

@@ -1,0 +1,172 @@
+"""The database server stops while a supervisor shuts down: a real fault on a private
+PostgreSQL (benchmarks/cluster/pgserver.py: initdb in a temporary directory, run as the
+`postgres` OS user, reached only through its own Unix socket), never the shared servers.
+
+A long job runs; the server is stopped (`pg_ctl stop -m fast`, or `immediate`: no shutdown
+checkpoint, connections dropped without goodbye); the supervisor gets SIGTERM. It must exit 0
+without a traceback, leaving the job to its lease; once the server is back, a new supervisor
+recovers the job and runs it to completion.
+
+It needs root (PostgreSQL runs as another user) and PostgreSQL's server programs: elsewhere
+it is skipped with the reason, but in CI (CI=true) a machine without them fails it. It runs
+in the PostgreSQL run of the suite only (the same server programs serve every run).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from .conftest import ROOT, WorkerProcesses, wait_for
+
+pytestmark = [
+    pytest.mark.workers,
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="the private server is PostgreSQL"
+    ),
+]
+
+IN_CI = os.environ.get("CI", "") in ("true", "1")
+DB_NAME = "sqlqueue_outage"
+JOB_SECONDS = 8
+
+
+def why_not() -> str:
+    """'' when this machine can run a private PostgreSQL, else why not."""
+    if os.geteuid() != 0:
+        return "needs root (the private PostgreSQL runs as the postgres OS user)"
+    if not shutil.which("runuser"):
+        return "needs runuser (util-linux)"
+    from benchmarks.cluster import pgserver
+
+    try:
+        programs = pgserver.bin_dir()
+    except RuntimeError as exc:
+        return str(exc)
+    if not (programs / "initdb").exists():
+        return f"no initdb in {programs}"
+    try:
+        import pwd
+
+        pwd.getpwnam(os.environ.get("CLUSTER_PG_OSUSER", "postgres"))
+    except KeyError:
+        return "no postgres OS user"
+    return ""
+
+
+@pytest.fixture
+def private_server() -> Iterator[Any]:
+    reason = why_not()
+    if reason:
+        if IN_CI:
+            pytest.fail(f"CI must run the private-server outage test, but it {reason}")
+        pytest.skip(reason)
+    from benchmarks.cluster.pgserver import PrivatePostgres
+
+    # Not under pytest's tmp_path: the postgres user must be able to reach its directory.
+    server = PrivatePostgres(Path(tempfile.mkdtemp(prefix="sqlqueue-pg-")), [], "127.0.0.1")
+    try:
+        server.init({"listen_addresses": "''", "fsync": "off"})  # its socket only
+        server.start()
+        with server.admin() as admin:
+            admin.execute(f"CREATE DATABASE {DB_NAME}")
+        yield server
+    finally:
+        server.cleanup()
+
+
+def query(server: Any, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(
+        host=str(server.sockets),
+        port=server.django_database(DB_NAME)["PORT"],
+        user="postgres",
+        dbname=DB_NAME,
+        autocommit=True,
+    ) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def django(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "django", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_server_stopped_during_shutdown(private_server, tmp_path, mode):
+    server = private_server
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        SQLQUEUE_TEST_DB="postgres",
+        SQLQUEUE_TEST_DB_NAME=DB_NAME,
+        PGHOST=str(server.sockets),
+        PGPORT=server.django_database(DB_NAME)["PORT"],
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+    )
+    django(env, "migrate", "-v", "0")
+    job_id = int(
+        django(
+            env,
+            "shell",
+            "-c",
+            f"from tests.testapp.jobs import sleep; print(sleep.enqueue(seconds={JOB_SECONDS}).pk)",
+        ).split()[-1]
+    )
+    workers = WorkerProcesses(env, tmp_path)
+    try:
+        supervisor = workers.start("-n", "1", "--grace-period", "1")
+        wait_for(
+            lambda: query(server, "SELECT 1 FROM testapp_execution WHERE label = 'sleep-start'"),
+            timeout=60,
+        )
+        server.stop(mode)
+        supervisor.send_signal(signal.SIGTERM)
+        code = supervisor.wait(timeout=60)
+        log = workers.log(supervisor)
+        assert code == 0, log
+        assert "Traceback" not in log, log
+        assert "Supervisor stopped" in log, log
+        # The outage was met: the worker could not hand its job back, nor the supervisor
+        # recover it.
+        assert "Could not recover jobs of" in log, log
+
+        server.start()
+        (status,) = query(server, "SELECT status FROM django_sqlqueue_job WHERE id = %s", job_id)
+        assert status == ("running",), "the job stays running until its lease expires"
+        workers.start("-n", "1")
+        wait_for(
+            lambda: query(
+                server,
+                "SELECT 1 FROM django_sqlqueue_job WHERE id = %s AND status = 'completed'",
+                job_id,
+            ),
+            timeout=60,
+            interval=0.5,
+        )
+        ((history,),) = query(
+            server, "SELECT history FROM django_sqlqueue_job WHERE id = %s", job_id
+        )
+        assert [entry["outcome"] for entry in history] == ["lost", "completed"], history
+    finally:
+        workers.cleanup()
