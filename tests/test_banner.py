@@ -1,0 +1,63 @@
+"""What the `runworkers` banner says it will run: the `@job` handlers it counts, and the TASKS
+entries whose tasks it runs (the framework keeps no list of its tasks)."""
+
+from __future__ import annotations
+
+import django
+
+from django_sqlqueue.runtime.supervisor import jobs_summary
+from django_sqlqueue.tasks import tasks_summary
+
+FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
+OURS = "django_sqlqueue.backend.SQLQueueBackend"
+
+
+class NotABackend:
+    """A class of another kind: TASKS naming it is no use of this backend."""
+
+
+def test_no_jobs() -> None:
+    assert jobs_summary([]) == "none registered"
+
+
+def test_a_few_jobs_are_counted_and_named() -> None:
+    assert jobs_summary(["a", "b", "c"]) == "3 registered (a, b, c)"
+
+
+def test_many_jobs_are_counted_and_the_first_ten_named() -> None:
+    names = [f"job{n:02}" for n in range(25)]
+    summary = jobs_summary(names)
+    assert summary.startswith("25 registered (job00, job01, ")
+    assert summary.endswith("job09, and 15 more)")
+
+
+def test_the_aliases_that_use_the_backend_are_named() -> None:
+    tasks = {
+        "default": {"BACKEND": OURS},
+        "immediate": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"},
+        "other": {"BACKEND": "django_sqlqueue.tasks.backend.SQLQueueBackend"},
+    }
+    assert tasks_summary(tasks) == (
+        f"{FRAMEWORK}: every task enqueued through TASKS['default'], TASKS['other']"
+    )
+
+
+def test_a_subclass_of_the_backend_counts() -> None:
+    # Imported only here: on Django 5.2 without the backport the backend cannot be.
+    from tests.tasksapp.tasks_settings import TASKS
+
+    if not TASKS:
+        return
+    path = "tests.tasksapp.subclassed_backend.Backend"
+    assert tasks_summary({"sub": {"BACKEND": path}}) == (
+        f"{FRAMEWORK}: every task enqueued through TASKS['sub']"
+    )
+
+
+def test_no_alias_uses_the_backend() -> None:
+    none = f"{FRAMEWORK}: none (TASKS names no SQLQueueBackend)"
+    assert tasks_summary(None) == none
+    assert tasks_summary({}) == none
+    assert tasks_summary({"default": {"BACKEND": "no.such.Backend"}}) == none
+    assert tasks_summary({"default": {"BACKEND": f"{__name__}.SubclassedBackend"}}) == none
+    assert tasks_summary({"default": "not a dict"}) == none
