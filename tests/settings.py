@@ -148,3 +148,7 @@ if os.environ.get("SQLQUEUE_TEST_SIGNAL_ON"):  # signal a process when it logs a
 from tests.tasksapp.tasks_settings import TASKS, TASKS_APPS  # noqa: E402, F401
 
 INSTALLED_APPS += TASKS_APPS
+
+# Staff users are created for nearly every admin test: a fast hasher, as Django's testing docs
+# advise (the default PBKDF2 spends most of a second per login and per user created).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
