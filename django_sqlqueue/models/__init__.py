@@ -1,17 +1,22 @@
-"""The job table, designed around the claim query, and the worker heartbeat table."""
+"""The job table, designed around the claim query, the worker heartbeat table, and their
+companions (schedules, the dashboard's rollup, flow control's state), one module each."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.utils import timezone
-from django.utils.timezone import now as current_time
 from django.utils.translation import gettext_lazy as _
 
-from .states import CLAIMABLE, FINISHED, PRIORITY_MAX, PRIORITY_MIN, Status
+from ..states import CLAIMABLE, FINISHED, PRIORITY_MAX, PRIORITY_MIN, Status
+
+# The companions of the job table, one module each, imported here so that Django finds them
+# and `django_sqlqueue.models` stays the one place to import a model from.
+from .flow import FlowKey, QueueState
+from .rollup import WAIT_BUCKETS, WAIT_COLUMNS, JobRollup, QueueSample
+from .schedule import Schedule
 
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
@@ -285,190 +290,16 @@ class Worker(models.Model):
         return self.id
 
 
-class Schedule(models.Model):
-    """A recurring job: a cron schedule declared in code or settings, kept here so that every
-    supervisor sees one state and staff can switch it off or change its cron in the admin."""
-
-    class Missed(models.TextChoices):
-        LATEST = "latest", _("run the latest missed tick once")
-        SKIP = "skip", _("skip missed ticks")
-        ALL = "all", _("run every missed tick (up to 100)")
-
-    class Source(models.TextChoices):
-        CODE = "code", _("@job decorator")
-        SETTINGS = "settings", _("SQLQUEUE['SCHEDULES']")
-
-    key = models.CharField(
-        _("key"),
-        max_length=200,
-        unique=True,
-        help_text=_("The SCHEDULES key, or the job name for a schedule declared on @job."),
-    )
-    job_name = models.CharField(_("job"), max_length=255)
-    cron = models.CharField(
-        _("cron"),
-        max_length=200,
-        help_text=_("In force: 5 fields (minute hour day month weekday), or 6 with seconds last."),
-    )
-    declared_cron = models.CharField(
-        _("cron in code"),
-        max_length=200,
-        help_text=_("As code or settings declared it when a supervisor last started."),
-    )
-    kwargs = models.JSONField(_("kwargs"), default=dict, blank=True)
-    # (Shadows django.utils.timezone in this class body: defaults use current_time.)
-    timezone = models.CharField(_("time zone"), max_length=64, default="UTC")
-    queue = models.CharField(
-        _("queue"), max_length=100, blank=True, default="", help_text=_("Empty: the job's.")
-    )
-    priority = models.SmallIntegerField(
-        _("priority"), null=True, blank=True, help_text=_("Empty: the job's.")
-    )
-    missed = models.CharField(
-        _("missed ticks"), max_length=8, choices=Missed.choices, default=Missed.LATEST
-    )
-    enabled = models.BooleanField(_("enabled"), default=True)
-    source = models.CharField(_("declared in"), max_length=8, choices=Source.choices)
-    removed_at = models.DateTimeField(
-        _("removed from code"),
-        null=True,
-        blank=True,
-        help_text=_("Set (and the schedule disabled) when code and settings no longer have it."),
-    )
-    next_run_at = models.DateTimeField(
-        _("next run"), null=True, blank=True, help_text=_("The next tick not yet enqueued.")
-    )
-    last_run_at = models.DateTimeField(
-        _("last run"), null=True, blank=True, help_text=_("Run time of the last job enqueued.")
-    )
-    # No constraint and no cascade: pruning and purging delete jobs with plain DELETEs and
-    # must not have to look here; a deleted last job simply shows as gone.
-    last_job = models.ForeignKey(
-        Job,
-        verbose_name=_("last job"),
-        null=True,
-        blank=True,
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        db_index=False,
-        related_name="+",
-    )
-    created_at = models.DateTimeField(_("created"), default=current_time)
-    updated_at = models.DateTimeField(_("updated"), default=current_time)
-
-    class Meta:
-        verbose_name = _("schedule")
-        verbose_name_plural = _("schedules")
-        ordering = ["key"]
-
-    def __str__(self) -> str:
-        return self.key
-
-
-#: Upper bounds (seconds) of the wait buckets a rollup row counts, the last one open.
-WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 1800.0, 7200.0, math.inf)
-
-
-class JobRollup(models.Model):
-    """Attempts that ended in one minute, per queue, job name and outcome: what the admin's
-    dashboard draws, so that it never reads the job table. Workers and supervisors add to it
-    (one upsert per flush, see rollups.py); supervisors delete old rows as they prune jobs."""
-
-    minute = models.DateTimeField(help_text="Start of the minute (UTC) the attempts ended in.")
-    queue = models.CharField(max_length=100)
-    name = models.CharField(max_length=255)
-    outcome = models.CharField(max_length=16)
-    count = models.PositiveIntegerField(default=0)
-    #: Seconds the handlers ran, summed over the attempts whose duration is known.
-    duration_sum = models.FloatField(default=0.0)
-    # Attempts by how long they waited from run_at to start: wait_b<i> counts waits of at most
-    # WAIT_BUCKETS[i] seconds and more than WAIT_BUCKETS[i - 1].
-    wait_b0 = models.PositiveIntegerField(default=0)
-    wait_b1 = models.PositiveIntegerField(default=0)
-    wait_b2 = models.PositiveIntegerField(default=0)
-    wait_b3 = models.PositiveIntegerField(default=0)
-    wait_b4 = models.PositiveIntegerField(default=0)
-    wait_b5 = models.PositiveIntegerField(default=0)
-    wait_b6 = models.PositiveIntegerField(default=0)
-    wait_b7 = models.PositiveIntegerField(default=0)
-    wait_b8 = models.PositiveIntegerField(default=0)
-    wait_b9 = models.PositiveIntegerField(default=0)
-    wait_b10 = models.PositiveIntegerField(default=0)
-    wait_b11 = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["minute", "queue", "name", "outcome"], name="sqlqueue_rollup_key"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.minute:%Y-%m-%d %H:%M} {self.queue} {self.name} {self.outcome}: {self.count}"
-
-
-#: The wait bucket columns of JobRollup, in WAIT_BUCKETS order.
-WAIT_COLUMNS = tuple(f"wait_b{i}" for i in range(len(WAIT_BUCKETS)))
-
-
-class QueueSample(models.Model):
-    """A queue's backlog at one minute, as a supervisor's housekeeping counted it (bounded
-    counts, see metrics/state.py): the dashboard's backlog chart."""
-
-    minute = models.DateTimeField()
-    queue = models.CharField(max_length=100)
-    pending = models.PositiveIntegerField(default=0)
-    failed = models.PositiveIntegerField(default=0)
-    running = models.PositiveIntegerField(default=0)
-    #: Seconds the oldest job waiting to run (due) had waited; None when none was waiting.
-    oldest_wait = models.FloatField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["minute", "queue"], name="sqlqueue_sample_key")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.minute:%Y-%m-%d %H:%M} {self.queue}: {self.pending} pending"
-
-
-class FlowKey(models.Model):
-    """One row per flow-control key, locked while a claim or an enqueue decides on that key:
-    the concurrency limit of a key, the rate limit of a job or queue (`starts`: the times of
-    the starts in the last period), a unique_for window (the job and when the window ends)."""
-
-    key = models.CharField(max_length=255, primary_key=True)
-    job_id = models.BigIntegerField(null=True, blank=True)
-    until = models.DateTimeField(null=True, blank=True)
-    starts = models.JSONField(default=list, blank=True)
-    updated_at = models.DateTimeField(default=current_time)
-
-    def __str__(self) -> str:
-        return self.key
-
-
-class QueueState(models.Model):
-    """A queue's switches that staff set at run time: paused or not (docs/flow-control.md).
-
-    A queue has a row only once someone paused it; resuming keeps the row with `paused_at`
-    empty. Workers read the paused names at most once a second, so claims cost nothing more
-    while no queue is paused.
-    """
-
-    queue = models.CharField(_("queue"), max_length=100, primary_key=True)
-    paused_at = models.DateTimeField(_("paused"), null=True, blank=True)
-    paused_by = models.CharField(_("paused by"), max_length=150, blank=True, default="")
-    reason = models.CharField(_("reason"), max_length=255, blank=True, default="")
-    updated_at = models.DateTimeField(_("updated"), default=current_time)
-
-    class Meta:
-        verbose_name = _("queue")
-        verbose_name_plural = _("queues")
-        ordering = ["queue"]
-
-    def __str__(self) -> str:
-        return f"{self.queue} (paused)" if self.paused_at else self.queue
-
-    @property
-    def is_paused(self) -> bool:
-        return self.paused_at is not None
+__all__ = [
+    "WAIT_BUCKETS",
+    "WAIT_COLUMNS",
+    "FlowKey",
+    "Job",
+    "JobRollup",
+    "PartialIndex",
+    "PartialUniqueConstraint",
+    "QueueSample",
+    "QueueState",
+    "Schedule",
+    "Worker",
+]
