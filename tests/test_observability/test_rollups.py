@@ -56,6 +56,22 @@ def test_flushes_add_up():
     assert JobRollup.objects.get(queue="mail").count == 1
 
 
+def test_attempts_fall_in_the_minute_they_ended():
+    """The tally keeps the last minute it built; a later minute, or an earlier one (a clock
+    stepped back), still gets its own row."""
+    tally = rollups.RollupTally(connection.alias)
+    start = 60 * (time.time() // 60) - 600
+    for ended in (start + 1, start + 59.5, start + 60, start + 125, start + 30):
+        tally(end(claimed(), "completed", 0.1, ended))
+    assert tally.flush() == 3
+    counts = dict(JobRollup.objects.values_list("minute", "count"))
+    assert counts == {
+        rollups.minute_of(start): 3,
+        rollups.minute_of(start + 60): 1,
+        rollups.minute_of(start + 120): 1,
+    }
+
+
 def test_a_failed_flush_keeps_its_rows(monkeypatch):
     tally = rollups.RollupTally(connection.alias)
     tally(end(claimed(), "completed", 0.1, time.time()))
