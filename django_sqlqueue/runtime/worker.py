@@ -39,6 +39,7 @@ from .hard_stop import EXIT_HUNG, HardStops
 from .heartbeat import Heartbeat, delete_worker_row, insert_worker_row
 from .recording import OutcomeRecorder
 from .runner import JobRunner
+from .stop_event import StopEvent
 from .watch import AttemptWatch
 
 logger = logging.getLogger("django_sqlqueue")
@@ -81,7 +82,7 @@ class JobWorker(HardStops):
         self.conf = conf or get_settings()
         self.alias = self.conf.database
         self.batch_size = options.batch_size or self.conf.batch_size
-        self.stopping = threading.Event()
+        self.stopping = StopEvent()
         self.held: list[ClaimedJob] = []
         self.held_lock = threading.Lock()
         self.current: ClaimedJob | None = None
@@ -123,6 +124,7 @@ class JobWorker(HardStops):
         """Install the worker's handlers, then take the signals the supervisor held back while
         forking: one sent in between is handled now, by these handlers (a pending SIGINT is
         dropped, being ignored), not by the supervisor's that the fork copied."""
+        self.stopping.relay_signals()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, self._on_sigterm)
         signal.signal(signal.SIGUSR1, self._on_interrupt)
@@ -130,11 +132,14 @@ class JobWorker(HardStops):
         signal.signal(signal.SIGALRM, self._on_alarm)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
+    # Handlers run in the main thread, perhaps inside a wait on `stopping`: they set it
+    # through its relay (stop_event.py), never with set().
+
     def _on_sigterm(self, signum: int, frame: Any) -> None:
-        self.stopping.set()
+        self.stopping.set_from_signal()
 
     def _on_interrupt(self, signum: int, frame: Any) -> None:
-        self.stopping.set()
+        self.stopping.set_from_signal()
         if self.in_handler:
             raise WorkerShutdown()
 
