@@ -27,6 +27,13 @@ def stop_group(process: subprocess.Popen[Any], log: Path, timeout: float = 60) -
     for its leader; on a timeout, dump the group's stacks into `log` and fail with it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
+    return wait_or_dump(process, log, timeout, " of SIGTERM")
+
+
+def wait_or_dump(process: subprocess.Popen[Any], log: Path, timeout: float, after: str = "") -> int:
+    """Wait for the leader of `process`'s group to exit; on a timeout, dump the group's
+    stacks into `log` (SIGABRT), kill it, and fail with the log. `after` ends the message's
+    "did not exit within N s" (" of SIGTERM")."""
     try:
         return process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -38,6 +45,6 @@ def stop_group(process: subprocess.Popen[Any], log: Path, timeout: float = 60) -
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
         raise AssertionError(
-            f"process group {process.pid} did not stop within {timeout:g} s of SIGTERM; its "
-            f"log, with the stacks it had then:\n{log.read_text(errors='replace')[-20000:]}"
+            f"process group {process.pid} did not exit within {timeout:g} s{after}; its log"
+            f", with the stacks it had then:\n{log.read_text(errors='replace')[-20000:]}"
         ) from None

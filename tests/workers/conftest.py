@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from tests.stopping import wait_or_dump
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -65,10 +67,18 @@ class WorkerProcesses:
         return output
 
     def log(self, process: subprocess.Popen[bytes]) -> str:
+        return self.log_path(process).read_text(errors="replace")
+
+    def log_path(self, process: subprocess.Popen[bytes]) -> Path:
         for started, path in self.started:
             if started is process:
-                return path.read_text(errors="replace")
+                return path
         raise KeyError(process)
+
+    def wait(self, process: subprocess.Popen[bytes], timeout: float) -> int:
+        """The exit code of a supervisor the test expects to exit by itself; on a timeout,
+        the test fails with its log and, if it was started `with_stack_dumps`, its stacks."""
+        return wait_or_dump(process, self.log_path(process), timeout)
 
     @staticmethod
     def kill_group(process: subprocess.Popen[bytes]) -> None:

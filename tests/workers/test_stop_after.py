@@ -9,6 +9,7 @@ import pytest
 
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
+from tests.stopping import with_stack_dumps
 from tests.testapp.jobs import hard_exit, record, sleep
 from tests.testapp.models import Execution
 
@@ -43,7 +44,7 @@ def completed_ids() -> set[int]:
 
 def test_without_burst_it_waits_for_jobs_until_n_have_run(workers):
     record.enqueue(label="first")
-    supervisor = workers.start("-n", "2", "--stop-after", "3")
+    supervisor = workers.start("-n", "2", "--stop-after", "3", env=with_stack_dumps({}))
     wait_for(lambda: Execution.objects.count() == 1, timeout=30)
     time.sleep(0.5)
     assert supervisor.poll() is None  # one job run of three: it waits for more
@@ -51,7 +52,7 @@ def test_without_burst_it_waits_for_jobs_until_n_have_run(workers):
     record.enqueue(label="second")
     later = record.enqueue_many([{"label": "third"}, {"label": "fourth"}])
     began = time.monotonic()
-    assert supervisor.wait(timeout=30) == 0, workers.log(supervisor)
+    assert workers.wait(supervisor, timeout=30) == 0, workers.log(supervisor)
     assert time.monotonic() - began < 5  # idle workers were stopped, not left to poll
     assert Execution.objects.count() == 3
     assert Job.objects.filter(status=Status.PENDING).count() == 1
