@@ -111,9 +111,7 @@ def confirm(browser: Any, button: str) -> None:
 
 
 @pytest.fixture
-def staff_user(transactional_db: None, settings: Any) -> User:
-    # A real login form, without the slow default hasher.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def staff_user(transactional_db: None) -> User:
     user = User.objects.create_user("operator", password=PASSWORD, is_staff=True)
     codenames = ["view_job", "change_job", "delete_job", "view_worker"]
     user.user_permissions.set(
