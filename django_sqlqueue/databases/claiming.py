@@ -233,6 +233,8 @@ class UpdateReturningClaimer(Claimer):
 
     #: Appended to the subquery (PostgreSQL: FOR UPDATE SKIP LOCKED).
     lock_clause = ""
+    #: The UPDATE's WHERE, around the subquery (PostgreSQL finds the rows by ctid).
+    claimed_rows = "id IN ({candidates})"
 
     def index_hint(self, queues: Sequence[str] | None) -> str:
         """Text after the subquery's table name (SQLite: INDEXED BY)."""
@@ -264,8 +266,8 @@ class UpdateReturningClaimer(Claimer):
         assignments, assign_params = self.running_assignments(worker_id, lease_seconds, now)
         candidates, candidate_params = self.candidates(queues, limit, now, excluded)
         sql = (
-            f"UPDATE {self.table} SET {assignments} WHERE id IN ({candidates}) "
-            f"RETURNING {self.columns}"
+            f"UPDATE {self.table} SET {assignments} "
+            f"WHERE {self.claimed_rows.format(candidates=candidates)} RETURNING {self.columns}"
         )
         return sql, [*assign_params, *candidate_params]
 

@@ -1,6 +1,7 @@
 """PostgreSQL: every way the queue's SQL and waiting differ on PostgreSQL.
 
-- Claim: `UPDATE … WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED) RETURNING`.
+- Claim: `UPDATE … WHERE ctid = ANY(ARRAY(SELECT ctid … LIMIT n FOR UPDATE SKIP LOCKED))
+  RETURNING`, under planner settings that forbid a sort.
 - Enqueue: the INSERT notifies idle workers itself, and many rows travel as one JSON document.
 - Waiting: LISTEN on a dedicated connection, direct even when the queue's go through a
   connection pooler (postgresql_pooling.py).
@@ -63,24 +64,9 @@ class PostgreSQLClaimer(UpdateReturningClaimer):
     # Jobs handed back wake idle workers, as an enqueue does.
     unclaim_returning = f" RETURNING pg_notify('{CHANNEL}', queue)"
 
-    def claim_statement(
-        self,
-        worker_id: str,
-        queues: Sequence[str] | None,
-        limit: int,
-        lease_seconds: float,
-        now: datetime,
-        excluded: Sequence[str] = (),
-    ) -> tuple[str, list[Any]]:
-        assignments, assign_params = self.running_assignments(worker_id, lease_seconds, now)
-        candidates, candidate_params = self.candidates(queues, limit, now, excluded)
-        # Nothing but the TID condition in the WHERE: another condition could make an index
-        # scan look as cheap as the TID scan to a planner that believes the table empty.
-        sql = (
-            f"UPDATE {self.table} SET {assignments} WHERE ctid = ANY(ARRAY({candidates})) "
-            f"RETURNING {self.columns}"
-        )
-        return sql, [*assign_params, *candidate_params]
+    # Nothing but the TID condition in the WHERE: another condition could make an index scan
+    # look as cheap as the TID scan to a planner that believes the table empty.
+    claimed_rows = "ctid = ANY(ARRAY({candidates}))"
 
     def candidates(
         self,
