@@ -62,6 +62,9 @@ REVIEWED: dict[str, dict[str, str]] = {
         "pairs": "pairs of placeholders",
         "self.unclaim_returning": "a class constant: empty, or pg_notify of the constant channel",
         "candidates": "Claimer.candidates: the reviewed parts above, placeholders for values",
+        "self.claimed_rows.format(candidates=candidates)": (
+            "a class constant (id IN, or PostgreSQL's ctid = ANY) around the reviewed candidates"
+        ),
         "marks": "placeholders; the paused queue names are parameters",
         "names_sql": "Claimer.names_filter: placeholders only",
         "placeholders": "', '.join(['%s'] * len(queues)): the queue names are parameters",
