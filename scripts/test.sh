@@ -375,8 +375,9 @@ run_name() {
 
 # pytest_job STACK DB SCOPE: run pytest, on the whole suite (SCOPE all) or on the conformance
 # suite only (SCOPE conformance); its output goes to RUN_TMP/pytest-STACK-DB.log and, when
-# runs are not parallel, to the terminal as it comes. Writes the exit code and duration to
-# RUN_TMP/pytest-STACK-DB.status.
+# runs are not parallel, to the terminal as it comes; its last lines list the slowest tests
+# (over 5 s), for whoever keeps CI within its time budget. Writes the exit code and duration
+# to RUN_TMP/pytest-STACK-DB.status.
 pytest_job() {
     local stack="$1" db="$2" scope="$3" started=$SECONDS status color=no targets=()
     local log_file="$RUN_TMP/pytest-$stack-$db.log"
@@ -387,7 +388,8 @@ pytest_job() {
         SQLQUEUE_TEST_ID="${RUN_ID}${STACK_TAG[$stack]}_${db}" \
         SQLQUEUE_TEST_TMP="$RUN_TMP/$stack-$db" \
         timeout --foreground -k 30 "$PYTEST_TIMEOUT" \
-        "${STACK_PY[$stack]}" -m pytest --color="$color" "${PYTEST_ARGS[@]}" "${targets[@]}" \
+        "${STACK_PY[$stack]}" -m pytest --color="$color" --durations=15 --durations-min=5 \
+        "${PYTEST_ARGS[@]}" "${targets[@]}" \
         </dev/null 2>&1 |
         if [ "$PARALLEL" = 1 ]; then tee "$log_file"; else cat >"$log_file"; fi
     status=${PIPESTATUS[0]}
