@@ -1,0 +1,3 @@
+from benchmarks.attempt_cost.cli import main
+
+raise SystemExit(main())
