@@ -65,6 +65,13 @@ class AttemptHost(Protocol):
 class AttemptRunner:
     def __init__(self, worker: AttemptHost) -> None:
         self.worker = worker
+        self.guard = LeakGuard()
+
+    def batch_started(self) -> None:
+        """Note the connections already in a transaction (a caller's, under run_jobs()):
+        the same for every attempt of the batch, since each attempt's check resets any other
+        it finds open — one scan per batch instead of one per attempt."""
+        self.guard.before()
 
     def run(self, job: ClaimedJob) -> None:
         worker = self.worker
@@ -82,8 +89,6 @@ class AttemptRunner:
         result: AttemptResult | None = None
         signals.send(signals.job_started, job)
         span = tracing.start_job_span(job)  # OpenTelemetry, when installed: current meanwhile
-        guard = LeakGuard()
-        guard.before()
         leak = ""
         try:
             try:
@@ -99,7 +104,7 @@ class AttemptRunner:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 # Before anything is written: the worker's writes must not join a
                 # transaction the handler left open.
-                leak = guard.after()
+                leak = self.guard.after()
         except JobTimeout as exc:  # the alarm fired just as the handler returned
             result = result or AttemptResult(
                 AttemptOutcome.TIMEOUT,

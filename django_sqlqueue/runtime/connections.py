@@ -73,8 +73,9 @@ def forget_transaction(connection: BaseDatabaseWrapper) -> None:
 
 
 class LeakGuard:
-    """Around one attempt: which connections were already in a transaction before it, and
-    which others its handler left in one (then rolled back and reset)."""
+    """Around a batch's attempts: which connections were already in a transaction before the
+    batch (noted once), and which others each attempt's handler left in one (then rolled
+    back and reset, so the note stays true for the next attempt)."""
 
     def __init__(self) -> None:
         self.callers: set[str] = set()

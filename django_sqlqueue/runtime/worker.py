@@ -203,6 +203,7 @@ class JobWorker(HardStops):
                 continue
             self.waiter.worked()
             self.watch.batch_started()
+            self.attempts.batch_started()
             try:
                 while (job := self.next_held()) is not None:
                     self.attempts.run(job)

@@ -26,7 +26,7 @@ from django_sqlqueue.rows import ClaimedJob
 from django_sqlqueue.runtime import worker as worker_module
 from django_sqlqueue.runtime.worker import EXIT_RECYCLE, JobWorker, WorkerOptions
 from django_sqlqueue.states import Status
-from tests.testapp.jobs import add, fail_always, noop
+from tests.testapp.jobs import add, fail_always, leak, noop
 
 # The worker runs in autocommit as in its own process (and closes connections left in a
 # transaction), so the rows must be committed: no test transaction around it.
@@ -163,6 +163,33 @@ class TestLoop:
         assert entry["outcome"] == "error"
         assert entry["exception"] == "builtins.ValueError"
         assert "boom on attempt 1" in failing.last_error
+
+    @pytest.mark.parametrize("how", ["atomic", "autocommit"])
+    def test_a_leak_fails_its_own_attempt_and_no_other_of_its_batch(
+        self, alias: str, how: str
+    ) -> None:
+        """Which connections were in a transaction is noted once per batch: the attempt after
+        a leaking one, in the same batch, must find a clean connection, not a leak, and a
+        second leak later in the batch is caught as the first was."""
+        before = [add.enqueue(n, 1) for n in range(2)]
+        leaker = leak.enqueue(how=how, label="in-batch")
+        after = [add.enqueue(n, 2) for n in range(3)]
+        last = leak.enqueue(how=how, label="last")
+        worker, claimer = make_worker(alias, burst=True, batch_size=10)
+        for name in ("tests.add", "tests.leak"):
+            worker.observe_duration(name, 0.0001)
+        worker.work()
+        worker.recorder.flush()
+        batch = [j.pk for j in (*before, leaker, *after, last)]
+        assert claimer.claimed[0] == batch, "one batch"
+        for leaking in (leaker, last):
+            leaking.refresh_from_db()
+            assert leaking.status == Status.FAILED
+            assert "left a transaction open" in leaking.last_error
+        for clean in (*before, *after):
+            clean.refresh_from_db()
+            assert (clean.status, clean.last_error) == (Status.COMPLETED, ""), clean.last_error
+        assert sorted(j.result for j in after) == [2, 3, 4]
 
 
 class TestShutdown:
