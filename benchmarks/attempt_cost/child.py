@@ -72,8 +72,9 @@ def worker_for(without: set[str]) -> tuple[Any, bool]:
 
         return JobWorker("attempt-cost", WorkerOptions(burst=True)), False
     install_supervisor_watchers(without)
+    leave_out_of_package(without)  # before the worker exists: it builds its parts from them
     worker = JobWorker("attempt-cost", WorkerOptions(burst=True))
-    leave_out(worker, without)
+    leave_out_of_worker(worker, without)
     return worker, True
 
 
@@ -95,7 +96,7 @@ class _NoLeakGuard:
         return ""
 
 
-def leave_out(worker: Any, without: set[str]) -> None:
+def leave_out_of_package(without: set[str]) -> None:
     from django_sqlqueue import tracing
     from django_sqlqueue.runtime import attempt
 
@@ -108,9 +109,16 @@ def leave_out(worker: Any, without: set[str]) -> None:
         attempt.signal = types.SimpleNamespace(  # type: ignore[assignment]
             setitimer=lambda *args: None, ITIMER_REAL=real.ITIMER_REAL
         )
+
+
+def leave_out_of_worker(worker: Any, without: set[str]) -> None:
     if "watch" in without:
         for name in ("begin", "end", "batch_started", "batch_finished"):
             setattr(worker.watch, name, lambda *args: None)
+    # The worker keeps one guard for all its attempts: a patch that came too late would
+    # measure the full path under the name of a lighter one.
+    if "leak_guard" in without and not isinstance(worker.attempts.guard, _NoLeakGuard):
+        raise SystemExit("the open-transaction check was not left out")
 
 
 def drain(worker: Any, today: bool) -> float:

@@ -73,7 +73,9 @@ def test_the_report_gives_each_variant_its_cost_per_job_against_the_full_path() 
 def test_it_measures_today_and_the_flat_layout_side_by_side(tmp_path: Path) -> None:
     if not export_flat_layout(tmp_path):
         pytest.fail(f"{FLAT_LAYOUT} is not in this clone's history: clone without --depth")
-    done = run("--jobs", "60", "--rounds", "1", "--pieces", "timer", "--against", str(tmp_path))
+    done = run(
+        "--jobs", "60", "--rounds", "1", "--pieces", "timer,leak_guard", "--against", str(tmp_path)
+    )
     assert done.returncode == 0, done.stderr
     rows = {
         label.strip(): float(rate.replace(",", ""))
@@ -85,6 +87,8 @@ def test_it_measures_today_and_the_flat_layout_side_by_side(tmp_path: Path) -> N
         "this checkout, per-job recording (default)",
         f"{tmp_path.resolve()}, batch recording",
         "batch, without timer",
+        "batch, without leak_guard",
+        "batch, without all of them",
     }, done.stdout
     assert all(rate > 0 for rate in rows.values())
     assert "load average before" in done.stdout and "load average after" in done.stdout
