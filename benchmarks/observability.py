@@ -95,7 +95,7 @@ def seed(vendor: str, rows: int) -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from django_sqlqueue import rollups
+    from django_sqlqueue.metrics import rollups
     from django_sqlqueue.models import JobRollup, QueueSample
 
     call_command("migrate", verbosity=0)

@@ -88,16 +88,16 @@ def run_now(job: Job | int, /) -> OperationResult:
 def pause_queue(name: str, /, *, by: str = "", reason: str = "") -> bool:
     """Stop workers claiming from queue `name` (within about a second; running jobs finish
     normally, new jobs are still accepted). True if it was not paused already."""
-    from .flow.pausing import pause_queue as pause
+    from . import operations
 
-    return pause(name, by=by, reason=reason)
+    return operations.pause_queue(name, by=by, reason=reason)
 
 
 def resume_queue(name: str, /) -> bool:
     """Let workers claim from a paused queue again. True if it was paused."""
-    from .flow.pausing import resume_queue as resume
+    from . import operations
 
-    return resume(name)
+    return operations.resume_queue(name)
 
 
 def cancel_many(ids: Iterable[int], /) -> BulkResult:

@@ -1,6 +1,8 @@
-"""What staff do to jobs, from the admin, commands or code: cancel, requeue, run now, purge.
+"""What staff do to jobs and queues, from the admin, commands or code: cancel, requeue, run now,
+purge; pause and resume a queue.
 
-The public `django_sqlqueue.cancel/requeue/run_now` (and their `_many` forms) are these.
+The public `django_sqlqueue.cancel/requeue/run_now` (and their `_many` forms) and
+`pause_queue/resume_queue` are these.
 
 Each is one conditional UPDATE or DELETE naming the statuses it may change, so a worker
 claiming or finishing the same job at that moment wins and the job is left alone.
@@ -16,9 +18,12 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .models import Job
+from .conf import get_settings
+from .databases import queue_database
+from .models import Job, QueueState
 from .queries import jobs
 from .states import CANCEL, FINISHED, REQUEUE, RUN_NOW, STOP, Status
+from .validation import check_queue
 
 FINISHED_VALUES = tuple(s.value for s in FINISHED)
 
@@ -200,3 +205,44 @@ def prune_completed(days: float, *, alias: str | None = None, batch_size: int = 
     cutoff = timezone.now() - timedelta(days=days)
     queryset = purgeable(cutoff, statuses=[Status.COMPLETED.value], alias=alias)
     return purge(queryset, batch_size=batch_size, max_batches=1)
+
+
+# Queues ------------------------------------------------------------------------------------
+# A paused queue keeps its jobs and accepts new ones; workers stop claiming from it within
+# about a second, and jobs already running finish normally.
+
+
+def pause_queue(name: str, *, by: str = "", reason: str = "", using: str | None = None) -> bool:
+    """Stop workers claiming from queue `name`; True if it was not paused already."""
+    alias = using or get_settings().database
+    queue = check_queue(name)
+    now = timezone.now()
+    with transaction.atomic(using=alias):
+        state, created = (
+            QueueState.objects.using(alias)
+            .select_for_update()
+            .get_or_create(
+                queue=queue, defaults={"paused_at": now, "paused_by": by, "reason": reason}
+            )
+        )
+        if created:
+            return True
+        if state.paused_at is not None:
+            return False
+        state.paused_at, state.paused_by, state.reason, state.updated_at = now, by, reason, now
+        state.save(using=alias)
+    return True
+
+
+def resume_queue(name: str, *, using: str | None = None) -> bool:
+    """Let workers claim from queue `name` again; True if it was paused."""
+    alias = using or get_settings().database
+    queue = check_queue(name)
+    changed = (
+        QueueState.objects.using(alias)
+        .filter(queue=queue, paused_at__isnull=False)
+        .update(paused_at=None, paused_by="", reason="", updated_at=timezone.now())
+    )
+    if changed:
+        queue_database(alias).wake(queue)
+    return bool(changed)

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from django_sqlqueue.management.moving import reset_id_sequence
 from django_sqlqueue.models import Job
-from django_sqlqueue.moving import reset_id_sequence
 from django_sqlqueue.states import Status
 from tests.stopping import stop_group, with_stack_dumps
 from tests.testapp.models import Execution
@@ -190,7 +190,7 @@ def test_finished_jobs_resumed_moves_and_taken_ids(projects: Any) -> None:
         new,
         """
         from django_sqlqueue.models import Job
-        from django_sqlqueue.moving import MoveReport, move_batch
+        from django_sqlqueue.management.moving import MoveReport, move_batch
 
         batch = list(Job.objects.using("sqlite_source").filter(kwargs__label="x"))
         move_batch(batch, "default", renumber=False, report=MoveReport())

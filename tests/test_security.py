@@ -139,7 +139,7 @@ REVIEWED: dict[str, dict[str, str]] = {
         "only_sql": "Claimer.names_filter: placeholders only",
         "self.names_filter()[0]": "Claimer.names_filter: placeholders only",
     },
-    "flow/paused.py": {"table": "quote_name of the QueueState model's table"},
+    "databases/paused.py": {"table": "quote_name of the QueueState model's table"},
     "databases/postgresql_pooling.py": {
         "CHANNEL": "the constant LISTEN channel name",
         "alias": "a check message, not SQL",

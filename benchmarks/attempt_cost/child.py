@@ -80,7 +80,12 @@ def worker_for(without: set[str]) -> tuple[Any, bool]:
 
 def install_supervisor_watchers(without: set[str]) -> None:
     """What a supervisor installs before it forks its workers: the dashboard's rollup tally."""
-    from django_sqlqueue import outcomes, rollups
+    from django_sqlqueue import outcomes
+
+    try:
+        from django_sqlqueue.metrics import rollups
+    except ImportError:  # a checkout from before the rollup moved to metrics/
+        from django_sqlqueue import rollups  # type: ignore[attr-defined,no-redef]
 
     outcomes.unwatch_all()
     if "rollup" not in without:

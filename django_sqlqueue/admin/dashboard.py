@@ -1,5 +1,5 @@
 """The queue dashboard in the admin: the last hour or day as charts, read from the per-minute
-rollup and the queue samples (rollups.py), never from the job table.
+rollup and the queue samples (metrics/rollups.py), never from the job table.
 
 Three queries whatever the job table holds: the rollup by minute and outcome (with the wait
 buckets), the rollup by queue, job name and outcome (the tables under the charts), and the

@@ -17,13 +17,13 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..conf import get_settings
-from ..flow.why import waiting_reasons
 from ..models import Job, Worker
 from ..states import Status
 from . import display
 from .attempt_history import attempts_summary, history_rows
 from .base import JobAdminBase
 from .template_names import template_names
+from .waiting import waiting_reasons
 
 if TYPE_CHECKING:
     from django_stubs_ext import FieldOpts, StrOrPromise

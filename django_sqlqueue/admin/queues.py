@@ -13,8 +13,8 @@ from django.utils.translation import gettext as _
 
 from ..conf import get_settings
 from ..exceptions import InvalidJobError
-from ..flow.pausing import pause_queue, resume_queue
 from ..metrics.queues import QueueRow, queue_rows
+from ..operations import pause_queue, resume_queue
 from ..states import Status
 
 

@@ -13,11 +13,11 @@ from typing import Any
 from django.db import DatabaseError, connections
 from django.utils import timezone
 
-from ..flow.gate import FlowGate
-from ..flow.paused import PausedQueues
 from ..models import Job
 from ..rows import CLAIM_COLUMNS, ClaimedJob
 from ..states import CLAIMABLE, PARKED_OWNER, Status
+from .gate import FlowGate
+from .paused import PausedQueues
 
 
 class Claimer:
@@ -70,7 +70,7 @@ class Claimer:
         jobs = self.claim_ready(worker_id, queues, limit, lease_seconds, now, excluded)
         if not jobs or self.gate.rules() is None:
             return jobs
-        # Some handler or queue has a concurrency or rate limit (flow/gate.py).
+        # Some handler or queue has a concurrency or rate limit (databases/gate.py).
         admitted = self.gate.admit(self.database, worker_id, jobs, now)
         if admitted.last_due is not None:
             self.parked_until = max(admitted.last_due, self.parked_until or admitted.last_due)

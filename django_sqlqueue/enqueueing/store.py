@@ -12,11 +12,11 @@ from .. import tracing
 from ..conf import get_settings
 from ..databases import queue_database
 from ..exceptions import InvalidJobError
-from ..flow.unique import store_unique
 from ..models import Job
 from ..rows import NewJob
 from .keys import store_keyed
 from .options import EnqueueOptions, JobDefaults, build_job
+from .unique import store_unique
 
 
 def store(new_job: NewJob, alias: str) -> Job:

@@ -1,5 +1,4 @@
-"""Flow control: what may stop a due job from being claimed (docs/flow-control.md).
-
-- `pausing`: pause and resume queues (`QueueState` rows); `paused`: the names claimers read
-  once a second.
-"""
+"""Flow control's declarations (docs/flow-control.md), pure: what `@job(unique=…, concurrency=…,
+rate_limit=…)` declared and the keys it gives each job. Where they act: the enqueue
+(`enqueueing/unique.py`), the claim's gate (`databases/gate.py`), paused queues
+(`operations.pause_queue`, `databases/paused.py`)."""

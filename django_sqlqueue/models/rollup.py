@@ -13,7 +13,8 @@ WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 1800.0, 7200.
 class JobRollup(models.Model):
     """Attempts that ended in one minute, per queue, job name and outcome: what the admin's
     dashboard draws, so that it never reads the job table. Workers and supervisors add to it
-    (one upsert per flush, see rollups.py); supervisors delete old rows as they prune jobs."""
+    (one upsert per flush, see metrics/rollups.py); supervisors delete old rows as they prune
+    jobs."""
 
     minute = models.DateTimeField(help_text="Start of the minute (UTC) the attempts ended in.")
     queue = models.CharField(max_length=100)

@@ -22,9 +22,10 @@ from typing import Any, Protocol
 from django.db import DatabaseError, connections
 from django.utils import timezone
 
-from .. import outcomes, rollups
+from .. import outcomes
 from ..conf import QueueSettings
 from ..logs import OutcomeLog
+from ..metrics import rollups
 from ..metrics.state import QueueState, read_state
 from .worker import EXIT_RECYCLE
 

@@ -15,7 +15,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from django_sqlqueue import rollups
+from django_sqlqueue.metrics import rollups
 from django_sqlqueue.models import JobRollup, QueueSample
 
 from .layout import horizontal_overflow

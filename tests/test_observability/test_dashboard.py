@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from django_sqlqueue import rollups
+from django_sqlqueue.metrics import rollups
 from django_sqlqueue.models import Job, JobRollup, QueueSample
 from tests.test_admin.helpers import changelist_url, staff_client
 

@@ -9,8 +9,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from django_sqlqueue import outcomes, rollups
+from django_sqlqueue import outcomes
 from django_sqlqueue.admin.dashboard import quantile
+from django_sqlqueue.metrics import rollups
 from django_sqlqueue.models import WAIT_BUCKETS, JobRollup, QueueSample
 from django_sqlqueue.rows import ClaimedJob
 

@@ -8,9 +8,9 @@ from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
 from ...conf import get_settings
-from ...moving import WAITING, MoveRefused, move_jobs
 from ...states import FINISHED
 from ..base import QueueCommand, bounded_int, require_tables
+from ..moving import WAITING, MoveRefused, move_jobs
 
 
 class Command(QueueCommand):

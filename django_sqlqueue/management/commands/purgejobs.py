@@ -9,7 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from ...conf import get_settings
-from ...flow.locks import prune_keys
+from ...databases.flow_keys import prune_keys
 from ...operations import purge, purgeable
 from ...states import FINISHED
 from ..base import MAX_DAYS, QueueCommand, bounded_float, bounded_int

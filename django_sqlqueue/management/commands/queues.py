@@ -10,8 +10,8 @@ from django.core.management.base import CommandError, CommandParser
 
 from ...conf import get_settings
 from ...exceptions import InvalidJobError
-from ...flow.pausing import pause_queue, resume_queue
 from ...metrics.queues import queue_rows
+from ...operations import pause_queue, resume_queue
 from ..base import QueueCommand
 
 

@@ -22,9 +22,9 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from .databases import queue_database
-from .models import WAIT_BUCKETS, WAIT_COLUMNS, JobRollup, QueueSample
-from .outcomes import AttemptEnd
+from ..databases import queue_database
+from ..models import WAIT_BUCKETS, WAIT_COLUMNS, JobRollup, QueueSample
+from ..outcomes import AttemptEnd
 
 #: The rollup's key and the columns a flush adds to.
 KEYS = ("minute", "queue", "name", "outcome")

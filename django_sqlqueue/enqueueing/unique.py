@@ -15,10 +15,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..databases import QueueDatabase
-from ..enqueueing.keys import locked_first, store_once
+from ..databases.flow_keys import lock_key, save_key
 from ..models import Job
 from ..rows import NewJob
-from .locks import lock_key, save_key
+from .keys import locked_first, store_once
 
 
 def store_unique(database: QueueDatabase, new_job: NewJob) -> Job:

@@ -21,8 +21,8 @@ class Parker(Protocol):
 
 
 class QueueDatabase(Protocol):
-    """What flow control uses of a `databases.QueueDatabase` (named here, not imported:
-    the claimers in databases/ use flow/)."""
+    """What flow control uses of a `QueueDatabase` (named here, not imported: base.py
+    imports the claimer, which imports the gate, which imports this module)."""
 
     alias: str
     connection: Any

@@ -22,11 +22,11 @@ from django.db import transaction
 from django.db.models import Count
 
 from ..conf import get_settings
+from ..flow.spec import GATED, FlowSpec, RateLimit
 from ..models import Job
 from ..rows import ClaimedJob
 from ..states import Status
-from .locks import QueueDatabase, lock_key, save_key
-from .spec import GATED, FlowSpec, RateLimit
+from .flow_keys import QueueDatabase, lock_key, save_key
 
 #: Seconds a job held back by its concurrency limit waits before a worker looks again, unless
 #: the worker that frees a slot of its key wakes it first (`states.WAKE`, `Claimer.wake`).

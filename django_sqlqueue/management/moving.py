@@ -19,11 +19,11 @@ from django.core.management.color import no_style
 from django.db import connections, transaction
 from django.utils import timezone
 
-from . import transitions
-from .conf import get_settings
-from .models import Job, Worker
-from .runtime.runner import backoff_for
-from .states import FINISHED, Status
+from .. import transitions
+from ..conf import get_settings
+from ..models import Job, Worker
+from ..runtime.runner import backoff_for
+from ..states import FINISHED, Status
 
 #: What a move takes unless told otherwise: the jobs that will still run.
 WAITING = (Status.PENDING, Status.FAILED)

@@ -1,7 +1,6 @@
 """What claimers read of the paused queues: their names, once a second per claimer.
 
-Apart from pausing.py (which wakes workers through databases/) so that the claimers in
-databases/ can import it.
+Pausing and resuming (`operations.pause_queue`, `resume_queue`) write the rows read here.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ..conf import get_settings
+from ..flow.spec import GATED, RateLimit
 from ..models import FlowKey, Job, QueueState
 from ..states import CLAIMABLE, Status
-from .spec import GATED, RateLimit
 
 
 def waiting_reasons(job: Job, alias: str | None = None) -> list[str]:
