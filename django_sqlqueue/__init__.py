@@ -18,6 +18,7 @@ from .exceptions import (
     SQLQueueError,
     UnknownJobError,
 )
+from .options import JobOptions
 from .registry import JobHandler, job, registry
 from .states import Status
 
@@ -38,6 +39,7 @@ __all__ = [
     "JobCancelled",
     "JobContext",
     "JobHandler",
+    "JobOptions",
     "OperationResult",
     "Retry",
     "SQLQueueError",

@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 
 from .backoff import Backoff
+from .options import parse_rate
 from .validation import check_priority, check_queue
 
 #: Values of SQLQUEUE["SQLITE_SYNCHRONOUS"], as SQLite's PRAGMA synchronous names them.
@@ -87,8 +88,7 @@ def queue_name(value: Any) -> str:
 
 
 def queue_rate_limits(value: Any) -> dict[str, Any]:
-    """{"mail": "100/m"}: queue name to its rate limit (flow/spec.py RateLimit)."""
-    from .flow.spec import parse_rate
+    """{"mail": "100/m"}: queue name to its rate limit (options.RateLimit)."""
 
     if not isinstance(value, dict):
         raise SettingError(f'must be a dict such as {{"mail": "100/m"}}, got {value!r}.')

@@ -5,22 +5,14 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import timedelta
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from .arguments import CallShape, call_shape
-from .backoff import BackoffSpec, validate_backoff
 from .enqueueing.options import EnqueueOptions
 from .exceptions import InvalidJobError, JobAlreadyRegistered, UnknownJobError
 from .flow.spec import GATED, FlowSpec, build_spec
-from .validation import (
-    check_max_attempts,
-    check_name,
-    check_priority,
-    check_queue,
-    check_timeout,
-)
+from .options import JobOptions
 
 if TYPE_CHECKING:
     from .models import Job
@@ -36,79 +28,17 @@ def _where(func: Callable[..., Any]) -> str:
     return f"{func.__module__}.{func.__qualname__}{location}"
 
 
-@dataclass(frozen=True)
-class Recurrence:
-    """What `@job(cron=...)` declared, as given: scheduling/ checks and runs it."""
-
-    cron: Any
-    timezone: Any = None
-    missed: Any = None
-    kwargs: Any = None
-
-
 class JobHandler(Generic[P, R]):
-    """A registered job: call it to run the function now, `.enqueue()` to run it in a worker."""
+    """A registered job: call it to run the function now, `.enqueue()` to run it in a worker.
 
-    def __init__(
-        self,
-        func: Callable[P, R],
-        name: str,
-        *,
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        timeout: float | timedelta | None = None,
-        backoff: BackoffSpec | None = None,
-        takes_context: bool = False,
-        batch_completion: bool | None = None,
-        atomic: bool = False,
-        recurrence: Recurrence | None = None,
-        unique: bool = False,
-        unique_for: timedelta | float | None = None,
-        unique_by: Sequence[str] | None = None,
-        concurrency: int | None = None,
-        concurrency_key: str | Callable[..., str] | None = None,
-        rate_limit: str | None = None,
-    ) -> None:
+    `options` is what `@job(...)` declared (`JobOptions`); `flow` its flow control bound to
+    the function's signature (None when it uses none)."""
+
+    def __init__(self, func: Callable[P, R], options: JobOptions) -> None:
         self.func = func
-        self.name = check_name(name)
-        self.queue = check_queue(queue) if queue is not None else None
-        self.priority = check_priority(priority) if priority is not None else None
-        self.max_attempts = check_max_attempts(max_attempts) if max_attempts is not None else None
-        self.timeout = check_timeout(timeout)
-        try:
-            validate_backoff(backoff)
-        except ValueError as exc:
-            raise InvalidJobError(str(exc)) from exc
-        self.backoff = backoff
-        self.takes_context = takes_context
-        if batch_completion is not None and not isinstance(batch_completion, bool):
-            raise InvalidJobError(
-                f"batch_completion must be True, False or None, got {batch_completion!r}."
-            )
-        self.batch_completion = batch_completion
-        if not isinstance(atomic, bool):
-            raise InvalidJobError(f"atomic must be True or False, got {atomic!r}.")
-        if atomic and batch_completion:
-            raise InvalidJobError(
-                f"Job {self.name!r}: atomic=True records the completion in the job's own "
-                "transaction, so it cannot be batched; drop batch_completion=True."
-            )
-        self.atomic = atomic
-        #: The recurring schedule `@job(cron=...)` declared (docs/schedules.md), if any.
-        self.recurrence = recurrence
-        #: Unique jobs, concurrency and rate limits (docs/flow-control.md); None: none used.
-        self.flow: FlowSpec | None = build_spec(
-            self.name,
-            func,
-            takes_context=takes_context,
-            unique=unique,
-            unique_for=unique_for,
-            unique_by=unique_by,
-            concurrency=concurrency,
-            concurrency_key=concurrency_key,
-            rate_limit=rate_limit,
-        )
+        self.options = options
+        self.name = options.name
+        self.flow: FlowSpec | None = build_spec(options, func)
         self.is_async = inspect.iscoroutinefunction(func)
         functools.update_wrapper(self, func)
         # Read on the first enqueue, not here: most processes import every handler and
@@ -119,7 +49,9 @@ class JobHandler(Generic[P, R]):
     def check_call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         """Raise InvalidJobError unless the handler can be called with these arguments."""
         if not self._call_shape_read:
-            self._call_shape = call_shape(self.func, self.name, takes_context=self.takes_context)
+            self._call_shape = call_shape(
+                self.func, self.name, takes_context=self.options.takes_context
+            )
             self._call_shape_read = True
         if self._call_shape is not None:
             self._call_shape.check(args, kwargs)
@@ -190,7 +122,7 @@ class Registry:
                 f"and by {_where(handler.func)}. Give one of them another name."
             )
         self._handlers[handler.name] = handler
-        GATED.set(handler.name, handler.flow)
+        GATED.set(handler.name, handler.options)
 
     def unregister(self, name: str) -> None:
         self._handlers.pop(name, None)
@@ -216,31 +148,11 @@ class Registry:
 registry = Registry()
 
 
-def job(
-    name: str,
-    *,
-    queue: str | None = None,
-    priority: int | None = None,
-    max_attempts: int | None = None,
-    timeout: float | timedelta | None = None,
-    backoff: BackoffSpec | None = None,
-    takes_context: bool = False,
-    batch_completion: bool | None = None,
-    atomic: bool = False,
-    cron: str | None = None,
-    timezone: str | None = None,
-    missed: str | None = None,
-    cron_kwargs: Mapping[str, Any] | None = None,
-    unique: bool = False,
-    unique_for: timedelta | float | None = None,
-    unique_by: Sequence[str] | None = None,
-    concurrency: int | None = None,
-    concurrency_key: str | Callable[..., str] | None = None,
-    rate_limit: str | None = None,
-) -> Callable[[Callable[P, R]], JobHandler[P, R]]:
-    """Register the decorated function as the handler of job `name`.
+class job(JobOptions):
+    """`@job("send_email", queue="mail", max_attempts=5)`: register the decorated function as
+    the handler of job `name`, with these options (`JobOptions` has them all, each checked
+    here). Options left out fall back to the `SQLQUEUE` settings when the job is enqueued.
 
-    Options left out fall back to the `SQLQUEUE` settings when the job is enqueued.
     `batch_completion=True` lets a worker record this job's successes in batches (see
     docs/guarantees.md: a crashed worker then re-runs the ones not yet recorded).
     `atomic=True` runs the handler in a transaction on the queue database that also records
@@ -251,40 +163,8 @@ def job(
     `unique`, `unique_for`, `unique_by`, `concurrency`, `concurrency_key` and `rate_limit`
     are flow control (docs/flow-control.md).
     """
-    if callable(name):
-        raise InvalidJobError('@job needs a name: write @job("send_email"), not @job.')
-    if cron is None:
-        given = [
-            n
-            for n, v in (("timezone", timezone), ("missed", missed), ("cron_kwargs", cron_kwargs))
-            if v is not None
-        ]
-        if given:
-            raise InvalidJobError(
-                f"@job({name!r}): {', '.join(given)} only apply to a recurring job; add cron=."
-            )
 
-    def decorate(func: Callable[P, R]) -> JobHandler[P, R]:
-        handler = JobHandler(
-            func,
-            name,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            timeout=timeout,
-            backoff=backoff,
-            takes_context=takes_context,
-            batch_completion=batch_completion,
-            atomic=atomic,
-            recurrence=None if cron is None else Recurrence(cron, timezone, missed, cron_kwargs),
-            unique=unique,
-            unique_for=unique_for,
-            unique_by=unique_by,
-            concurrency=concurrency,
-            concurrency_key=concurrency_key,
-            rate_limit=rate_limit,
-        )
+    def __call__(self, func: Callable[P, R]) -> JobHandler[P, R]:
+        handler = JobHandler(func, self)
         registry.register(handler)
         return handler
-
-    return decorate

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import math
+import re
 import subprocess
 import sys
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,6 +22,7 @@ from django_sqlqueue import (
     registry,
 )
 from django_sqlqueue.backoff import Backoff
+from django_sqlqueue.options import JobOptions
 from tests.conftest import REPO_ROOT
 from tests.testapp import jobs as testapp_jobs
 
@@ -59,11 +65,12 @@ class TestRegistration:
             timeout=30,
             backoff=backoff,
         )(send_welcome)
-        assert (handler.queue, handler.priority, handler.max_attempts) == ("mail", 5, 2)
-        assert handler.timeout == 30.0
-        assert handler.backoff is backoff
+        options = handler.options
+        assert (options.queue, options.priority, options.max_attempts) == ("mail", 5, 2)
+        assert options.timeout == 30.0
+        assert options.backoff is backoff
         assert handler.is_async is False
-        assert handler.takes_context is False
+        assert options.takes_context is False
 
     def test_duplicate_name_names_both_places(self, forget: Any) -> None:
         forget("tests.registry.welcome")
@@ -160,3 +167,34 @@ class TestAutodiscovery:
         )
         assert child.returncode == 0, child.stderr
         assert child.stdout.split() == ["0", "False"]
+
+
+class TestOptionsDeclaredOnce:
+    """`JobOptions` is the one declaration of what `@job` takes: the decorator's signature,
+    its checks, what handlers expose and the docs' table all follow it."""
+
+    def test_the_decorator_takes_exactly_the_options(self) -> None:
+        fields = [f.name for f in dataclasses.fields(JobOptions)]
+        parameters = list(inspect.signature(job).parameters)
+        assert parameters == fields
+
+    def test_every_option_is_documented(self) -> None:
+        table = (REPO_ROOT / "docs" / "jobs.md").read_text()
+        documented = set(re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.MULTILINE))
+        options = {f.name for f in dataclasses.fields(JobOptions)} - {"name"}
+        assert options - documented == set()
+
+    def test_options_are_frozen_and_replaceable(self, forget: Any) -> None:
+        forget("tests.registry.welcome")
+        handler = job("tests.registry.welcome", queue="mail", unique_for=30)(send_welcome)
+        assert isinstance(handler.options, JobOptions)
+        assert handler.options.unique_window == timedelta(seconds=30)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            handler.options.queue = "other"  # type: ignore[misc]
+        again = dataclasses.replace(handler.options, queue="other")
+        assert (again.queue, again.name) == ("other", "tests.registry.welcome")
+
+    @pytest.mark.parametrize("window", [math.inf, math.nan, 1e20, -1, 0, True])
+    def test_a_window_that_no_date_can_hold_names_the_job(self, window: Any) -> None:
+        with pytest.raises(InvalidJobError, match=r"@job\('tests.registry.window'\): unique_for"):
+            job("tests.registry.window", unique_for=window)

@@ -55,7 +55,7 @@ def known_queues(alias: str) -> list[str]:
     conf = get_settings()
     queues = {conf.default_queue}
     for name in registry.names():
-        queue = registry.get(name).queue
+        queue = registry.get(name).options.queue
         if queue:
             queues.add(queue)
     for listed in Worker.objects.using(alias).values_list("queues", flat=True):

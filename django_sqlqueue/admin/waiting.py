@@ -6,8 +6,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ..conf import get_settings
-from ..flow.spec import GATED, RateLimit
+from ..flow.spec import GATED
 from ..models import FlowKey, Job, QueueState
+from ..options import RateLimit
 from ..states import CLAIMABLE, Status
 
 
@@ -44,8 +45,8 @@ def waiting_reasons(job: Job, alias: str | None = None) -> list[str]:
                 % {"running": running, "limit": spec.concurrency, "key": job.concurrency_key}
             )
     limits: list[tuple[str, RateLimit]] = []
-    if spec is not None and spec.rate_limit is not None:
-        limits.append((f"rate:job:{job.name}", spec.rate_limit))
+    if spec is not None and spec.rate is not None:
+        limits.append((f"rate:job:{job.name}", spec.rate))
     queue_rate = get_settings().queue_rate_limits.get(job.queue)
     if queue_rate is not None:
         limits.append((f"rate:queue:{job.queue}", queue_rate))

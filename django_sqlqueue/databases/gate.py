@@ -22,8 +22,9 @@ from django.db import transaction
 from django.db.models import Count
 
 from ..conf import get_settings
-from ..flow.spec import GATED, FlowSpec, RateLimit
+from ..flow.spec import GATED
 from ..models import Job
+from ..options import JobOptions, RateLimit
 from ..rows import ClaimedJob
 from ..states import Status
 from .flow_keys import QueueDatabase, lock_key, save_key
@@ -35,7 +36,8 @@ CONCURRENCY_RETRY_SECONDS = 0.5
 
 @dataclass
 class Rules:
-    specs: dict[str, FlowSpec]
+    #: The options of the registered jobs that have a limit, by name.
+    specs: dict[str, JobOptions]
     queue_rates: dict[str, RateLimit]
 
     def gates(self, job: ClaimedJob) -> bool:
@@ -167,7 +169,7 @@ def lock_names(rules: Rules, job: ClaimedJob, key: str | None) -> list[str]:
 def rate_names(rules: Rules, job: ClaimedJob) -> list[str]:
     names = []
     spec = rules.specs.get(job.name)
-    if spec is not None and spec.rate_limit is not None:
+    if spec is not None and spec.rate is not None:
         names.append(f"rate:job:{job.name}")
     if job.queue in rules.queue_rates:
         names.append(f"rate:queue:{job.queue}")
@@ -177,7 +179,7 @@ def rate_names(rules: Rules, job: ClaimedJob) -> list[str]:
 def rate_of(rules: Rules, name: str) -> RateLimit:
     kind, _, subject = name.removeprefix("rate:").partition(":")
     if kind == "job":
-        rate = rules.specs[subject].rate_limit
+        rate = rules.specs[subject].rate
         assert rate is not None
         return rate
     return rules.queue_rates[subject]

@@ -12,6 +12,8 @@ from django.utils import timezone
 
 from ..conf import QueueSettings, get_settings
 from ..exceptions import InvalidJobError
+from ..flow.spec import FlowSpec
+from ..options import JobOptions
 from ..rows import NewJob
 from ..validation import (
     MAX_KEY_LENGTH,
@@ -37,12 +39,11 @@ class EnqueueOptions:
 
 
 class JobDefaults(Protocol):
-    """What the enqueue path reads from a handler (a `JobHandler`): its name and defaults."""
+    """What the enqueue path reads from a handler (a `JobHandler`): its options, and its flow
+    control bound to its signature."""
 
-    name: str
-    queue: str | None
-    priority: int | None
-    max_attempts: int | None
+    options: JobOptions
+    flow: FlowSpec | None
 
     def check_call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         """Raise InvalidJobError unless the handler can be called with these arguments."""
@@ -59,35 +60,37 @@ def build_job(
 ) -> NewJob:
     """A validated job, not yet stored; raises InvalidJobError on any bad input."""
     conf = conf or get_settings()
+    declared = handler.options
     check_arguments(args, kwargs, conf.max_arguments_bytes)
     handler.check_call(args, kwargs)
-    queue = check_queue(options.queue or handler.queue or conf.default_queue)
-    priority = options.priority if options.priority is not None else handler.priority
+    queue = check_queue(options.queue or declared.queue or conf.default_queue)
+    priority = options.priority if options.priority is not None else declared.priority
     max_attempts = (
-        options.max_attempts if options.max_attempts is not None else handler.max_attempts
+        options.max_attempts if options.max_attempts is not None else declared.max_attempts
     )
     key = options.idempotency_key
     if key is not None:
         check_name(key, "idempotency_key", MAX_KEY_LENGTH)
     now = now or timezone.now()
-    flow = getattr(handler, "flow", None)
+    flow = handler.flow
     unique_key = unique_window = concurrency_key = None
     if flow is not None:
-        if flow.is_unique:
+        if declared.is_unique:
             if key is not None:
                 raise InvalidJobError(
-                    f"Job {handler.name!r} is declared unique, which already keeps duplicates "
-                    "out; enqueue it without idempotency_key, or drop unique/unique_for from "
-                    "its @job."
+                    f"Job {declared.name!r} is declared unique, which already keeps "
+                    "duplicates out; enqueue it without idempotency_key, or drop "
+                    "unique/unique_for from its @job."
                 )
             digest = flow.unique_key(args, kwargs)
-            if flow.unique:
+            if declared.unique:
                 unique_key = digest
-            if flow.unique_for is not None:
-                unique_window = (f"unique:{digest}", flow.unique_for.total_seconds())
+            window = declared.unique_window
+            if window is not None:
+                unique_window = (f"unique:{digest}", window.total_seconds())
         concurrency_key = flow.key_for_concurrency(args, kwargs)
     return NewJob(
-        name=handler.name,
+        name=declared.name,
         queue=queue,
         args=list(args),
         kwargs=dict(kwargs),

@@ -83,8 +83,8 @@ def enqueue_jobs(
     alias = conf.database
     database = queue_database(alias)
     with tracing.enqueue_span(new_jobs), transaction.atomic(using=alias):
-        flow = getattr(handler, "flow", None)
-        if flow is not None and flow.is_unique:
+        flow = handler.flow
+        if flow is not None and flow.options.is_unique:
             # Unique jobs one by one, in order: a later item that repeats an earlier one (or
             # a job already queued) comes back as that job, marked `deduplicated`.
             return [store_unique(database, new_job) for new_job in new_jobs]

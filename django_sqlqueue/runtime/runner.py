@@ -89,14 +89,15 @@ class HandlerRunner:
 
     def __init__(self, handler: JobHandler[Any, Any]) -> None:
         self.handler = handler
-        self.timeout = handler.timeout
-        self.backoff = handler.backoff
-        self.batch_completion = handler.batch_completion
-        self.atomic = handler.atomic
+        options = handler.options
+        self.timeout = options.timeout_seconds
+        self.backoff = options.backoff
+        self.batch_completion = options.batch_completion
+        self.atomic = options.atomic
 
     def call(self, job: ClaimedJob, worker_id: str, control: AttemptControl) -> Any:
         args = list(job.args)
-        if self.handler.takes_context:
+        if self.handler.options.takes_context:
             args.insert(0, make_context(job, worker_id, control))
         result = self.handler.func(*args, **job.kwargs)
         if inspect.isawaitable(result):

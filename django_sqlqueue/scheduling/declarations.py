@@ -33,16 +33,16 @@ def declared_schedules(now: datetime | None = None) -> Declared:
     candidates: list[ScheduleSpec] = []
     for name in registry.names():
         handler = registry.get(name)
-        recurrence = handler.recurrence
-        if recurrence is not None:
+        options = handler.options
+        if options.cron is not None:
             candidates.append(
                 code_spec(
                     name,
                     handler.where,
-                    cron=recurrence.cron,
-                    timezone=recurrence.timezone,
-                    missed=recurrence.missed,
-                    kwargs=recurrence.kwargs,
+                    cron=options.cron,
+                    timezone=options.timezone,
+                    missed=options.missed,
+                    kwargs=options.cron_kwargs,
                 )
             )
     code_keys = {spec.key for spec in candidates}

@@ -254,7 +254,7 @@ def refused_kwargs(handler: Any, kwargs: Mapping[str, Any]) -> str | None:
         signature = inspect.signature(handler.func)
     except (TypeError, ValueError):
         return None
-    leading = (None,) if getattr(handler, "takes_context", False) else ()
+    leading = (None,) if handler.options.takes_context else ()
     try:
         signature.bind(*leading, **kwargs)
     except TypeError as exc:

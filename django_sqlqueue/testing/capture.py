@@ -33,7 +33,7 @@ def _signature(name: str) -> inspect.Signature | None:
     func: Any
     if name in registry:
         handler = registry.get(name)
-        func, takes_context = handler.func, handler.takes_context
+        func, takes_context = handler.func, handler.options.takes_context
     else:
         try:
             task = import_string(name)
