@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -32,6 +31,15 @@ class SettingError(ValueError):
 
 
 Parse = Callable[[Any], Any]
+T = TypeVar("T")
+
+
+@overload
+def number(minimum: float) -> Callable[[Any], float]: ...
+
+
+@overload
+def number(minimum: float, *, integer: Literal[True]) -> Callable[[Any], int]: ...
 
 
 def number(minimum: float, *, integer: bool = False) -> Parse:
@@ -158,149 +166,152 @@ def database_alias_or_none(value: Any) -> str | None:
     return None if value is None else database_alias(value)
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One key of SQLQUEUE: its default, how its value is checked and read, its doc line."""
+class Setting(Generic[T]):
+    """One key of SQLQUEUE: its default, the function that checks its value and reads it as
+    the runtime uses it, and the line that documents it.
 
-    name: str
-    default: Any
-    parse: Parse
-    doc: str
-    #: The system check id of a bad value.
-    error_id: str = "django_sqlqueue.E003"
+    Declared as an attribute of `QueueSettings` (its key is the attribute's name in capitals,
+    unless `key` says otherwise), where it reads as the value in force, typed by `parse`. The
+    system checks, the runtime and docs/settings.md's test all read this one declaration.
+    """
+
+    def __init__(
+        self,
+        default: Any,
+        parse: Callable[[Any], T],
+        doc: str,
+        *,
+        error_id: str = "django_sqlqueue.E003",
+        key: str = "",
+    ) -> None:
+        self.default = default
+        self.parse = parse
+        self.doc = doc
+        #: The system check id of a bad value.
+        self.error_id = error_id
+        self.name = key
+        self.attribute = ""
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        self.attribute = attribute
+        self.name = self.name or attribute.upper()
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> T: ...
+
+    def __get__(self, instance: object | None, owner: type) -> Setting[T] | T:
+        # Only reached from the class: an instance holds its values in its own __dict__,
+        # which shadows this (non-data) descriptor, so reading a setting is a dict lookup.
+        if instance is None:
+            return self
+        raise AttributeError(self.attribute)
+
+    def __repr__(self) -> str:
+        return f"<Setting {self.name}>"
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "DATABASE",
+class QueueSettings:
+    """The `SQLQUEUE` settings in force, typed: one `Setting` per key (a new setting is one row
+    here, and a section of docs/settings.md), and what is derived from them."""
+
+    database = Setting(
         "default",
         database_alias,
         "Database alias holding the job tables.",
         error_id="django_sqlqueue.E005",
-    ),
-    Setting(
-        "LISTEN_DATABASE",
+    )
+    listen_database = Setting(
         None,
         database_alias_or_none,
         "Alias of a direct (unpooled) connection to the queue's PostgreSQL, for LISTEN only.",
         error_id="django_sqlqueue.E005",
-    ),
-    Setting("DEFAULT_QUEUE", "default", queue_name, "Queue of jobs that name none."),
-    Setting("DEFAULT_PRIORITY", 0, priority, "Priority of jobs that set none."),
-    Setting("MAX_ATTEMPTS", 5, number(1, integer=True), "Attempts before a job is dead."),
-    Setting("BACKOFF_BASE", 2.0, number(0), "First retry delay, in seconds."),
-    Setting("BACKOFF_MAX", 3600.0, number(0), "Longest retry delay, in seconds."),
-    Setting("BACKOFF_JITTER", 0.5, jitter, "Random share taken off each delay."),
-    Setting("LEASE_SECONDS", 60, number(1), "Lease of a claimed job."),
-    Setting("HEARTBEAT_SECONDS", None, positive_or_none, "How often workers renew leases."),
-    Setting("DEFAULT_TIMEOUT", None, positive_or_none, "Time limit of an attempt."),
-    Setting("GRACE_PERIOD", 30, number(0), "Seconds to finish running jobs at shutdown."),
-    Setting(
-        "CANCEL_GRACE_SECONDS",
-        5,
-        number(0),
-        "Seconds a cancelled running job gets to stop by itself.",
-    ),
-    Setting("POLL_INTERVAL", 1.0, number(0.001), "Longest sleep of an idle worker."),
-    Setting("BATCH_SIZE", 20, number(1, integer=True), "Most jobs claimed per round trip."),
-    Setting(
-        "QUEUE_RATE_LIMITS",
-        {},
-        queue_rate_limits,
-        'Most job starts per period, per queue: {"mail": "100/m"}.',
-    ),
-    Setting(
-        "POSTGRESQL_ASYNC_COMPLETION",
-        True,
-        flag,
-        "Completions commit without waiting for PostgreSQL's disk flush.",
-    ),
-    Setting(
-        "BATCH_COMPLETION",
-        False,
-        flag,
-        "Record successes in batches (faster; a crash re-runs them).",
-    ),
-    Setting(
-        "PRUNE_COMPLETED_AFTER_DAYS",
-        7,
-        positive_or_none,
-        "Age at which supervisors delete completed jobs.",
-    ),
-    Setting("SQLITE_TUNE", True, flag, "WAL mode, busy timeout and transaction mode on SQLite."),
-    Setting("SQLITE_BUSY_TIMEOUT", 20.0, number(0), "Seconds an SQLite writer waits for the lock."),
-    Setting("SQLITE_SYNCHRONOUS", "NORMAL", sqlite_synchronous, "`PRAGMA synchronous` on SQLite."),
-    Setting(
-        "SQLITE_TRANSACTION_MODE",
+    )
+    default_queue = Setting("default", queue_name, "Queue of jobs that name none.")
+    default_priority = Setting(0, priority, "Priority of jobs that set none.")
+    max_attempts = Setting(5, number(1, integer=True), "Attempts before a job is dead.")
+    backoff_base = Setting(2.0, number(0), "First retry delay, in seconds.")
+    backoff_max = Setting(3600.0, number(0), "Longest retry delay, in seconds.")
+    backoff_jitter = Setting(0.5, jitter, "Random share taken off each delay.")
+    lease_seconds = Setting(60, number(1), "Lease of a claimed job.")
+    heartbeat_every = Setting(
+        None, positive_or_none, "How often workers renew leases.", key="HEARTBEAT_SECONDS"
+    )
+    default_timeout = Setting(None, positive_or_none, "Time limit of an attempt.")
+    grace_period = Setting(30, number(0), "Seconds to finish running jobs at shutdown.")
+    cancel_grace_seconds = Setting(
+        5, number(0), "Seconds a cancelled running job gets to stop by itself."
+    )
+    poll_interval = Setting(1.0, number(0.001), "Longest sleep of an idle worker.")
+    batch_size = Setting(20, number(1, integer=True), "Most jobs claimed per round trip.")
+    queue_rate_limits = Setting(
+        {}, queue_rate_limits, 'Most job starts per period, per queue: {"mail": "100/m"}.'
+    )
+    postgresql_async_completion = Setting(
+        True, flag, "Completions commit without waiting for PostgreSQL's disk flush."
+    )
+    batch_completion = Setting(
+        False, flag, "Record successes in batches (faster; a crash re-runs them)."
+    )
+    prune_completed_after_days = Setting(
+        7, positive_or_none, "Age at which supervisors delete completed jobs."
+    )
+    sqlite_tune = Setting(True, flag, "WAL mode, busy timeout and transaction mode on SQLite.")
+    sqlite_busy_timeout = Setting(20.0, number(0), "Seconds an SQLite writer waits for the lock.")
+    sqlite_synchronous = Setting("NORMAL", sqlite_synchronous, "`PRAGMA synchronous` on SQLite.")
+    sqlite_transaction_mode = Setting(
         "IMMEDIATE",
         sqlite_transaction_mode,
         "How `atomic()` begins on SQLite, unless OPTIONS set `transaction_mode`.",
-    ),
-    Setting(
-        "MAX_ARGUMENTS_BYTES",
-        1_048_576,
-        number(1, integer=True),
-        "Largest size of a job's arguments, as JSON.",
-    ),
-    Setting(
-        "MAX_RESULT_BYTES",
-        1_048_576,
-        number(1, integer=True),
-        "Largest size of a job's result, as JSON.",
-    ),
-    Setting("AUTODISCOVER", True, flag, "Import every app's `jobs.py` at start-up."),
-    Setting(
-        "SCHEDULES",
-        {},
-        schedules,
-        "Recurring jobs by name: job, cron, kwargs, time zone.",
-    ),
-    Setting(
-        "JSON_LOGS",
-        False,
-        flag,
-        "JSON log lines, one per finished attempt, from `runworkers`.",
-    ),
-    Setting(
-        "METRICS_TOKEN",
-        None,
-        token_or_none,
-        "Bearer token that may read the metrics view.",
-    ),
+    )
+    max_arguments_bytes = Setting(
+        1_048_576, number(1, integer=True), "Largest size of a job's arguments, as JSON."
+    )
+    max_result_bytes = Setting(
+        1_048_576, number(1, integer=True), "Largest size of a job's result, as JSON."
+    )
+    autodiscover = Setting(True, flag, "Import every app's `jobs.py` at start-up.")
+    schedules = Setting({}, schedules, "Recurring jobs by name: job, cron, kwargs, time zone.")
+    json_logs = Setting(False, flag, "JSON log lines, one per finished attempt, from `runworkers`.")
+    metrics_token = Setting(None, token_or_none, "Bearer token that may read the metrics view.")
+
+    def __init__(self, given: dict[str, Any] | None = None) -> None:
+        """The values of `given` (SQLQUEUE as the project sets it), each checked by its
+        setting; ImproperlyConfigured names a bad one. Missing keys take their defaults."""
+        given = given or {}
+        for setting in SETTINGS:
+            value = given.get(setting.name, setting.default)
+            try:
+                self.__dict__[setting.attribute] = setting.parse(value)
+            except SettingError as exc:
+                raise ImproperlyConfigured(f"SQLQUEUE[{setting.name!r}] {exc}") from None
+        self.__dict__["backoff"] = Backoff(
+            base=self.backoff_base, cap=self.backoff_max, jitter=self.backoff_jitter
+        )
+        self.__dict__["heartbeat_seconds"] = self.heartbeat_every or self.lease_seconds / 3
+
+    #: The retry delays of jobs that set no backoff of their own (BACKOFF_*).
+    backoff: Backoff
+    #: Seconds between two lease renewals: HEARTBEAT_SECONDS, or a third of the lease.
+    heartbeat_seconds: float
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("QueueSettings are read-only; change SQLQUEUE (override_settings).")
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{s.name}={self.__dict__[s.attribute]!r}" for s in SETTINGS)
+        return f"QueueSettings({values})"
+
+
+#: Every setting, in the order QueueSettings declares them.
+SETTINGS: tuple[Setting[Any], ...] = tuple(
+    value for value in vars(QueueSettings).values() if isinstance(value, Setting)
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in SETTINGS}
-
-
-@dataclass(frozen=True)
-class QueueSettings:
-    database: str
-    listen_database: str | None
-    default_queue: str
-    default_priority: int
-    max_attempts: int
-    backoff: Backoff
-    lease_seconds: float
-    heartbeat_seconds: float
-    default_timeout: float | None
-    grace_period: float
-    cancel_grace_seconds: float
-    poll_interval: float
-    batch_size: int
-    queue_rate_limits: dict[str, Any]
-    batch_completion: bool
-    postgresql_async_completion: bool
-    sqlite_tune: bool
-    sqlite_busy_timeout: float
-    sqlite_synchronous: str | None
-    sqlite_transaction_mode: str | None
-    autodiscover: bool
-    prune_completed_after_days: float | None
-    json_logs: bool = False
-    metrics_token: str | None = None
-    max_arguments_bytes: int = 1_048_576
-    max_result_bytes: int = 1_048_576
 
 
 def user_settings() -> dict[str, Any]:
@@ -338,45 +349,7 @@ def parsed(name: str, value: Any) -> Any:
 
 
 def _read_settings() -> QueueSettings:
-    given = user_settings()
-    values: dict[str, Any] = {}
-    for setting in SETTINGS:
-        value = given.get(setting.name, setting.default)
-        try:
-            values[setting.name] = setting.parse(value)
-        except SettingError as exc:
-            raise ImproperlyConfigured(f"SQLQUEUE[{setting.name!r}] {exc}") from None
-    lease = values["LEASE_SECONDS"]
-    return QueueSettings(
-        database=values["DATABASE"],
-        listen_database=values["LISTEN_DATABASE"],
-        default_queue=values["DEFAULT_QUEUE"],
-        default_priority=values["DEFAULT_PRIORITY"],
-        max_attempts=values["MAX_ATTEMPTS"],
-        backoff=Backoff(
-            base=values["BACKOFF_BASE"], cap=values["BACKOFF_MAX"], jitter=values["BACKOFF_JITTER"]
-        ),
-        lease_seconds=lease,
-        heartbeat_seconds=values["HEARTBEAT_SECONDS"] or lease / 3,
-        default_timeout=values["DEFAULT_TIMEOUT"],
-        grace_period=values["GRACE_PERIOD"],
-        cancel_grace_seconds=values["CANCEL_GRACE_SECONDS"],
-        poll_interval=values["POLL_INTERVAL"],
-        batch_size=values["BATCH_SIZE"],
-        queue_rate_limits=values["QUEUE_RATE_LIMITS"],
-        batch_completion=values["BATCH_COMPLETION"],
-        postgresql_async_completion=values["POSTGRESQL_ASYNC_COMPLETION"],
-        sqlite_tune=values["SQLITE_TUNE"],
-        sqlite_busy_timeout=values["SQLITE_BUSY_TIMEOUT"],
-        sqlite_synchronous=values["SQLITE_SYNCHRONOUS"],
-        sqlite_transaction_mode=values["SQLITE_TRANSACTION_MODE"],
-        autodiscover=values["AUTODISCOVER"],
-        prune_completed_after_days=values["PRUNE_COMPLETED_AFTER_DAYS"],
-        json_logs=values["JSON_LOGS"],
-        metrics_token=values["METRICS_TOKEN"],
-        max_arguments_bytes=values["MAX_ARGUMENTS_BYTES"],
-        max_result_bytes=values["MAX_RESULT_BYTES"],
-    )
+    return QueueSettings(user_settings())
 
 
 def database_alias_setting() -> str:
