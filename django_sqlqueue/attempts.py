@@ -1,14 +1,16 @@
 """One attempt of a job: how it can end, and the history entry that records it.
 
 A job's `history` is a list of `AttemptEntry` dicts, oldest first, one per attempt (and one
-per attempt handed back unspent). Workers write it, recovery writes it, the database writes
-it in batch completion (databases/completing.py builds the same keys in SQL), and the admin
-and the django.tasks results read it: this module is the one definition they share.
+per attempt handed back unspent). Every exit from `running` appends one through the vendor's
+door (databases/exits.py), which builds it in SQL from `ENTRY_FIELDS`; the admin and the
+django.tasks results read it; `entry_for` is the same entry in Python. This module is the one
+definition they share.
 """
 
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
@@ -66,6 +68,31 @@ class AttemptEntry(TypedDict):
     exception: str
 
 
+@dataclass(frozen=True)
+class EntryField:
+    """One key of a history entry and where its value comes from: a column of the job's row
+    as the claim left it (`column`), or a value the exit brings (`column` None)."""
+
+    key: str
+    column: str | None = None
+    #: The column holds a timestamp, written as ISO 8601 text.
+    timestamp: bool = False
+
+
+#: A history entry's keys, in order. The attempt's number, worker and start are the row's
+#: own (the claim wrote them); how it ended is the exit's.
+ENTRY_FIELDS: tuple[EntryField, ...] = (
+    EntryField("attempt", "attempts"),
+    EntryField("worker", "lease_owner"),
+    EntryField("started_at", "started_at", timestamp=True),
+    EntryField("finished_at"),
+    EntryField("outcome"),
+    EntryField("error"),
+    EntryField("traceback"),
+    EntryField("exception"),
+)
+
+
 def clean_text(text: str) -> str:
     """Text as every database stores it: no NUL characters, no lone surrogates."""
     text = text.replace("\x00", "\\x00")
@@ -82,7 +109,8 @@ def entry_for(
     exception: str = "",
 ) -> AttemptEntry:
     """The history entry of `job`'s current attempt (its number and worker come from the
-    claim), ended with `outcome`."""
+    claim), ended with `outcome`: in Python what the door writes in SQL from ENTRY_FIELDS
+    (an attempt handed back unspent never started: its `started_at` is None)."""
     return {
         "attempt": job.attempts,
         "worker": job.lease_owner,

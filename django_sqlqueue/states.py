@@ -45,6 +45,9 @@ COMPLETE = Transition("complete", (Status.RUNNING,), (Status.COMPLETED,), fenced
 FAIL = Transition("fail", (Status.RUNNING,), (Status.FAILED, Status.DEAD), fenced=True)
 #: Handed back unspent: shutdown, or claimed but never started by a worker that died.
 RELEASE = Transition("release", (Status.RUNNING,), (Status.PENDING,), fenced=True)
+#: The unstarted surplus of a claim, or jobs waiting behind a long one, given back as if never
+#: claimed: attempt not spent, place in the queue kept, no history entry.
+UNCLAIM = Transition("unclaim", (Status.RUNNING,), (Status.PENDING,), fenced=True)
 #: Flow control: a claimed job over its concurrency or rate limit goes back to wait, its
 #: attempt not spent, due again when a slot or the allowance is expected to free.
 PARK = Transition("park", (Status.RUNNING,), (Status.PENDING,), fenced=True)
@@ -68,7 +71,22 @@ REQUEUE = Transition(
 #: Staff: a waiting job becomes due now (its status does not change).
 RUN_NOW = Transition("run_now", (Status.PENDING, Status.FAILED), ())
 
-ALL_TRANSITIONS = (CLAIM, COMPLETE, FAIL, RELEASE, PARK, WAKE, CANCEL, STOP, REQUEUE, RUN_NOW)
+ALL_TRANSITIONS = (
+    CLAIM,
+    COMPLETE,
+    FAIL,
+    RELEASE,
+    UNCLAIM,
+    PARK,
+    WAKE,
+    CANCEL,
+    STOP,
+    REQUEUE,
+    RUN_NOW,
+)
+#: The exits from `running`: each is written by the vendor's one fenced door
+#: (`QueueDatabase.leave_running`, databases/exits.py).
+EXITS = tuple(t for t in ALL_TRANSITIONS if t.fenced)
 
 #: Statuses a worker may claim from (once `run_at` has passed).
 CLAIMABLE = CLAIM.sources

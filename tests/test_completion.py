@@ -1,4 +1,5 @@
-"""The batch completer: one fenced UPDATE records many successful attempts."""
+"""Batch completion: one fenced UPDATE through the door out of `running` records many
+successful attempts."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from django_sqlqueue import transitions
-from django_sqlqueue.databases import queue_database
 from django_sqlqueue.models import Job
+from django_sqlqueue.runtime import transitions
 from django_sqlqueue.states import Status
 
 pytestmark = pytest.mark.django_db
@@ -27,8 +27,8 @@ def test_records_each_job_with_its_result_and_history(make_job: Any, claim: Any,
     results = [None, {"total": 3}, None, [1, "two"]]
     now = timezone.now()
 
-    recorded = (
-        queue_database(alias).completer().complete(list(zip(claimed, results, strict=True)), now)
+    recorded = transitions.complete_many(
+        list(zip(claimed, results, strict=True)), now=now, alias=alias
     )
 
     assert recorded == {j.pk for j in jobs}
@@ -57,8 +57,8 @@ def test_a_job_whose_lease_was_taken_is_not_overwritten(make_job: Any, claim: An
     [second] = claim("worker-b", limit=1)
     assert second.id == taken.pk
 
-    recorded = (
-        queue_database(alias).completer().complete([(job, "late") for job in first], timezone.now())
+    recorded = transitions.complete_many(
+        [(job, "late") for job in first], now=timezone.now(), alias=alias
     )
 
     assert recorded == {kept.pk}
@@ -69,14 +69,14 @@ def test_a_job_whose_lease_was_taken_is_not_overwritten(make_job: Any, claim: An
 
 
 def test_large_batches_are_split(make_job: Any, claim: Any, alias: str, monkeypatch: Any):
-    from django_sqlqueue.databases import completing
+    from django_sqlqueue.databases import exits
 
-    monkeypatch.setattr(completing, "MAX_BATCH", 3)
+    monkeypatch.setattr(exits, "MAX_BATCH", 3)
     for _ in range(7):
         make_job()
     claimed = claim("worker-a", limit=7)
-    recorded = (
-        queue_database(alias).completer().complete([(job, None) for job in claimed], timezone.now())
+    recorded = transitions.complete_many(
+        [(job, None) for job in claimed], now=timezone.now(), alias=alias
     )
     assert len(recorded) == 7
     assert Job.objects.using(alias).filter(status=Status.COMPLETED).count() == 7

@@ -30,11 +30,12 @@ from django.db import connections
 from django.utils import timezone
 
 import django_sqlqueue
-from django_sqlqueue import job, operations, queries, registry, transitions
+from django_sqlqueue import job, operations, queries, registry
 from django_sqlqueue.databases import queue_database
 from django_sqlqueue.databases.claiming import Claimer
 from django_sqlqueue.databases.sqlite import SQLiteDatabase
 from django_sqlqueue.models import Job
+from django_sqlqueue.runtime import transitions
 from django_sqlqueue.states import Status
 
 PACKAGE = Path(django_sqlqueue.__file__).parent
@@ -58,9 +59,6 @@ REVIEWED: dict[str, dict[str, str]] = {
         "self.lock_clause": "a class constant: empty or FOR UPDATE SKIP LOCKED",
         "self.columns": "quoted constant column names",
         "Status.PENDING.value": "a Status constant",
-        "self.row_values_prefix": "a class constant: '' or 'VALUES '",
-        "pairs": "pairs of placeholders",
-        "self.unclaim_returning": "a class constant: empty, or pg_notify of the constant channel",
         "candidates": "Claimer.candidates: the reviewed parts above, placeholders for values",
         "self.claimed_rows.format(candidates=candidates)": (
             "a class constant (id IN, or PostgreSQL's ctid = ANY) around the reviewed candidates"
@@ -69,11 +67,12 @@ REVIEWED: dict[str, dict[str, str]] = {
         "names_sql": "Claimer.names_filter: placeholders only",
         "placeholders": "', '.join(['%s'] * len(queues)): the queue names are parameters",
         "', '.join(['%s'] * len(self.names))": "placeholders; the job names are parameters",
-        "due": "Claimer._hand_back: empty, or a constant SET with a placeholder",
-        "returning": "Claimer._hand_back: empty, or the class constant unclaim_returning",
         "parked": "Claimer.wake: a Status constant and a placeholder for the parked owner",
     },
     "databases/mysql.py": {
+        "', '.join(['%s'] * len(jobs))": "placeholders",
+        "Status.RUNNING.value": "a Status constant",
+        "pairs": "pairs of placeholders",
         "flow_table": "QueueDatabase.flow_key_names: a quoted constant table name",
         "key_column": "QueueDatabase.flow_key_names: a quoted constant column name",
         "self.columns": "quoted constant column names (Claimer.__init__)",
@@ -97,19 +96,19 @@ REVIEWED: dict[str, dict[str, str]] = {
         "synchronous": "checked against SQLITE_SYNCHRONOUS_MODES before use (tested below)",
         "sqlite3.sqlite_version": "an error message, not SQL",
     },
-    "databases/completing.py": {
-        "self.assignments()": "Completer.assignments: constants, placeholders, from_clause",
-        "self.assignments(from_clause)": "Completer.assignments: constants and placeholders",
-        "tail": "a class constant: empty, or PostgreSQL's constant set_config subquery",
+    "databases/exits.py": {
         "self.table": "quote_name of the model's table",
-        "self.history_append": "a vendor class constant: JSON functions and placeholders",
-        "Status.COMPLETED.value": "a Status constant",
-        "Status.RUNNING.value": "a Status constant",
-        "self.json_placeholder": "a class constant: '%s' or '%s::jsonb'",
+        "self.assignments(shape, in_transaction)": (
+            "ExitWriter.assignments: Status constants, column names, the vendor's constant JSON "
+            "functions around ENTRY_FIELDS' constant keys and columns, placeholders"
+        ),
+        "fence": "ExitWriter.build_statement: a Status constant and placeholders",
+        "running": "a Status constant",
+        "ids": "placeholders",
         "self.row_values_prefix": "a class constant: '' or 'VALUES '",
         "pairs": "pairs of placeholders",
-        "', '.join(['%s'] * len(jobs))": "placeholders",
         "sql": "the statement built above from the reviewed parts",
+        "Status.RUNNING.value": "a Status constant",
     },
     "databases/inserting.py": {
         "ops.quote_name(Job._meta.db_table)": "a quoted identifier",
@@ -220,7 +219,7 @@ def sql_interpolations() -> Iterator[tuple[str, int, str]]:
 
 class TestNoSQLFromInput:
     def test_the_scan_finds_the_sql_it_must_review(self) -> None:
-        """The scan is not blind: it sees the claimers' and the completer's statements."""
+        """The scan is not blind: it sees the claimers' and the exit writer's statements."""
         found = {(module, expression) for module, _, expression in sql_interpolations()}
         for module in ("databases/claiming.py", "databases/mysql.py"):
             assert (module, "self.table") in found
@@ -228,7 +227,7 @@ class TestNoSQLFromInput:
             "databases/sqlite.py",
             "'sqlqueue_claim_queue' if queues else 'sqlqueue_claim_any'",
         ) in found
-        assert ("databases/completing.py", "self.table") in found
+        assert ("databases/exits.py", "self.table") in found
 
     def test_every_interpolation_into_sql_was_reviewed(self) -> None:
         unreviewed = [
@@ -339,10 +338,10 @@ def test_a_whole_job_life_with_hostile_strings_sends_them_only_as_parameters(
     assert {c.id for c in claimed} == {keyed.pk, *(j.pk for j in many)}
     first, second, third = sorted(claimed, key=lambda c: c.id)
     assert transitions.renew_leases(HOSTILE_WORKER, [c.id for c in claimed], 60, alias=alias) == 3
-    assert queue_database(alias).completer().complete([(first, {"result": HOSTILE})], now) == {
+    assert transitions.complete_many([(first, {"result": HOSTILE})], now=now, alias=alias) == {
         first.id
     }
-    assert transitions.fail(second, HOSTILE, HOSTILE, started_at=now, alias=alias) == Status.FAILED
+    assert transitions.fail(second, HOSTILE, HOSTILE, alias=alias) == Status.FAILED
     assert transitions.release(third, HOSTILE, alias=alias)
     again_claimed = claimer.claim(HOSTILE_WORKER, [HOSTILE_QUEUE], 2, 60, now + timedelta(hours=1))
     assert {c.id for c in again_claimed} == {second.id, third.id}

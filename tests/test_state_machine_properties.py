@@ -1,16 +1,18 @@
 """Property-based tests of the job state machine: the pure rules, then the real database.
 
-The database part drives random sequences of claim / complete / fail / release / lease
-expiry / worker death / requeue / cancel / run-now / purge through transitions.py and
-operations.py, the vendor's claimer and the batch completer, with several workers and a
-logical clock. After every step it compares the whole table before and after against what
-the step may do:
+The database part drives random sequences of claim / complete / fail / release / stop /
+unclaim / park / lease renewal / lease expiry / worker death / requeue / cancel / run-now /
+purge through runtime/transitions.py and operations.py and the vendor's claimer, with several
+workers and a logical clock. Every exit from `running` goes through the vendor's one door
+(`QueueDatabase.leave_running`), the path a worker takes, for one job and for batches. After
+every step it compares the whole table before and after against what the step may do:
 - every status change is an arrow of states.TRANSITIONS;
 - no job disappears except finished ones, by a purge;
 - a claim hands out exactly the due jobs, best first;
 - a worker's write succeeds exactly when it still holds that attempt's lease, and a stale
   handle (a zombie's) changes nothing at all (fencing);
-- attempts never exceed max_attempts, and lease columns are set exactly while running.
+- attempts never exceed max_attempts, and lease columns are set exactly while running (a
+  parked job keeps the parked owner's mark, and no lease).
 """
 
 from __future__ import annotations
@@ -27,17 +29,19 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from django_sqlqueue import operations, transitions
+from django_sqlqueue import operations
 from django_sqlqueue.backoff import MAX_DELAY, Backoff, compute_delay
 from django_sqlqueue.databases import queue_database
 from django_sqlqueue.databases.claiming import Claimer
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import registry
 from django_sqlqueue.rows import ClaimedJob
+from django_sqlqueue.runtime import transitions
 from django_sqlqueue.states import (
     CANCELLABLE,
     CLAIMABLE,
     FINISHED,
+    PARKED_OWNER,
     REQUEUEABLE,
     TRANSITIONS,
     Status,
@@ -197,7 +201,12 @@ PARAMETERS = {
     "complete_batch": st.tuples(st.integers(0, WORKER_SLOTS - 1)),
     "fail": st.tuples(st.integers(0, 50), st.booleans()),  # discard?
     "release": st.tuples(st.integers(0, 50)),
+    "release_batch": st.tuples(st.integers(0, WORKER_SLOTS - 1)),
+    "stop": st.tuples(st.integers(0, 50)),
+    "unclaim": st.tuples(st.integers(0, WORKER_SLOTS - 1)),
+    "park": st.tuples(st.integers(0, WORKER_SLOTS - 1), st.sampled_from([0.0, 3.0])),
     "renew": st.tuples(st.integers(0, WORKER_SLOTS - 1), st.sampled_from([1.0, 60.0])),
+    "keep_leases": st.tuples(st.sampled_from([1.0, 60.0])),
     "tick": st.tuples(st.sampled_from([0.5, 2.0, 2.0, 10.0, 90.0])),
     "expire_leases": st.tuples(),
     "worker_dies": st.tuples(st.integers(0, WORKER_SLOTS - 1), st.booleans()),
@@ -288,7 +297,7 @@ class QueueRun:
     def __init__(self, alias: str, claimer: Claimer) -> None:
         self.alias = alias
         self.claimer = claimer
-        self.completer = queue_database(alias).completer()
+        self.database = queue_database(alias)
         self.clock: datetime = timezone.now()
         self.workers = Workers()
         self.noop = registry.get("tests.noop")
@@ -299,7 +308,8 @@ class QueueRun:
         for row in rows.values():
             assert 0 <= row["attempts"] <= row["max_attempts"], row
             running = row["status"] == Status.RUNNING
-            assert bool(row["lease_owner"]) == running, row
+            parked = row["status"] == Status.PENDING and row["lease_owner"] == PARKED_OWNER
+            assert bool(row["lease_owner"]) == (running or parked), row
             assert (row["lease_expires_at"] is not None) == running, row
 
     def check_step(
@@ -385,9 +395,7 @@ class QueueRun:
         self._report(
             before,
             self.workers.take(index),
-            lambda h: transitions.complete(
-                h, {"ok": h.id}, self.clock, now=self.clock, alias=self.alias
-            ),
+            lambda h: transitions.complete(h, {"ok": h.id}, now=self.clock, alias=self.alias),
             lambda row: Status.COMPLETED,
         )
 
@@ -403,7 +411,7 @@ class QueueRun:
             before,
             self.workers.take(index),
             lambda h: transitions.fail(
-                h, "boom", started_at=self.clock, discard=discard, now=self.clock, alias=self.alias
+                h, "boom", discard=discard, now=self.clock, alias=self.alias
             ),
             outcome,
         )
@@ -419,20 +427,91 @@ class QueueRun:
         if handle is not None and owned(before.get(handle.id), handle):
             assert snapshot(self.alias)[handle.id]["attempts"] == handle.attempts - 1
 
-    def op_complete_batch(self, before: dict, slot: int) -> None:
+    def op_stop(self, before: dict, index: int) -> None:
+        self._report(
+            before,
+            self.workers.take(index),
+            lambda h: transitions.stop(h, "cancelled while running", alias=self.alias),
+            lambda row: Status.CANCELLED,
+        )
+
+    def _batch(self, before: dict, slot: int, write: Any) -> tuple[set[int], dict, str]:
+        """A batch exit of one worker's handles: it lands on exactly the ones it owns."""
         worker = self.workers.worker(slot)
         handles = self.workers.unreported.pop(worker, [])
-        if not handles:
-            return
         mine = {h.id for h in handles if owned(before.get(h.id), h)}
-        recorded = self.completer.complete([(h, None) for h in handles], self.clock)
+        written = write(worker, handles) if handles else 0
         after = snapshot(self.alias)
-        assert recorded == mine, "the batch completer must record exactly the owned jobs"
-        note(f"batch completion: {len(mine)} of {len(handles)} owned")
+        count = written if isinstance(written, int) else len(written)
+        assert count == len(mine), "a batch exit must write exactly the owned jobs"
+        if not isinstance(written, int):
+            assert written == mine
+        note(f"batch exit: {min(len(mine), 2)}+ of {min(len(handles), 2)}+ owned")
+        self.check_step(before, after, changed=mine)
+        return mine, after, worker
+
+    def op_complete_batch(self, before: dict, slot: int) -> None:
+        mine, after, worker = self._batch(
+            before,
+            slot,
+            lambda worker, handles: transitions.complete_many(
+                [(h, None) for h in handles], now=self.clock, alias=self.alias
+            ),
+        )
         for job_id in mine:
             assert after[job_id]["status"] == Status.COMPLETED
             assert after[job_id]["history"][-1]["worker"] == worker
-        self.check_step(before, after, changed=mine)
+
+    def op_release_batch(self, before: dict, slot: int) -> None:
+        mine, after, _ = self._batch(
+            before,
+            slot,
+            lambda worker, handles: transitions.release_many(handles, "shutdown", alias=self.alias),
+        )
+        for job_id in mine:
+            assert after[job_id]["status"] == Status.PENDING
+            assert after[job_id]["attempts"] == before[job_id]["attempts"] - 1
+            assert after[job_id]["history"][-1]["outcome"] == "released"
+
+    def op_unclaim(self, before: dict, slot: int) -> None:
+        """The surplus of a claim goes back as if never claimed: no entry, place kept."""
+        mine, after, _ = self._batch(before, slot, self.claimer.unclaim)
+        for job_id in mine:
+            row, new = before[job_id], after[job_id]
+            assert (new["status"], new["lease_owner"]) == (Status.PENDING, "")
+            assert new["attempts"] == row["attempts"] - 1
+            assert (new["history"], new["run_at"]) == (row["history"], row["run_at"])
+
+    def op_park(self, before: dict, slot: int, delay: float) -> None:
+        """A claim over a flow limit parks its jobs: unspent, due again at `run_at`."""
+        due = self.clock + timedelta(seconds=delay)
+        mine, after, _ = self._batch(
+            before, slot, lambda worker, handles: self.claimer.park(worker, handles, due)
+        )
+        for job_id in mine:
+            row, new = before[job_id], after[job_id]
+            assert (new["status"], new["lease_owner"]) == (Status.PENDING, PARKED_OWNER)
+            assert (new["attempts"], new["run_at"]) == (row["attempts"] - 1, due)
+            assert new["history"] == row["history"]
+
+    def op_keep_leases(self, before: dict, lease: float) -> None:
+        """The supervisor's renewal of the jobs its working children run (lease_keeper.py):
+        one statement of (job, owner) pairs, which moves only the pairs still running so."""
+        handles = self.workers.all_unreported()
+        pairs = [(h.id, h.lease_owner) for h in handles]
+        held = {
+            h.id
+            for h in handles
+            if before[h.id]["status"] == Status.RUNNING
+            and before[h.id]["lease_owner"] == h.lease_owner
+        }
+        assert self.database.renew_leases(pairs, lease, self.clock) == len(held)
+        after = snapshot(self.alias)
+        for job_id in held:
+            changed = {k for k in COLUMNS if after[job_id][k] != before[job_id][k]}
+            assert changed <= {"lease_expires_at", "updated_at"}, changed
+            assert after[job_id]["lease_expires_at"] == self.clock + timedelta(seconds=lease)
+        self.check_step(before, after, changed=held)
 
     def op_renew(self, before: dict, slot: int, lease: float) -> None:
         """The heartbeat: renews the leases a worker holds, and no one else's."""
@@ -549,6 +628,8 @@ class QueueRun:
 @example(operations=[*ZOMBIE, ("fail", 0, True), ("release", 0)])
 @example(operations=[*ZOMBIE, ("release", 0), ("complete_batch", 1)])
 @example(operations=[*ZOMBIE, ("worker_dies", 0, True), ("worker_dies", 1, True)])
+@example(operations=[*ZOMBIE, ("stop", 0), ("unclaim", 0), ("park", 1, 3.0), ("keep_leases", 60.0)])
+@example(operations=[*ZOMBIE, ("release_batch", 0), ("keep_leases", 1.0), ("release_batch", 1)])
 @example(
     operations=[
         *[("enqueue", p, 2, 0.0) for p in (0, 2, 1)],

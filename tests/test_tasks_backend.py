@@ -29,13 +29,14 @@ if not TASKS:
         allow_module_level=True,
     )
 
-from django_sqlqueue import InvalidJobError, operations, transitions
+from django_sqlqueue import InvalidJobError, operations
 from django_sqlqueue.backend import (
     InvalidTaskArguments,
     SQLQueueBackend,
     SQLQueueTask,
 )
 from django_sqlqueue.models import Job
+from django_sqlqueue.runtime import transitions
 from django_sqlqueue.tasks.compat import (
     DECORATOR_PASSES_OPTIONS,
     InvalidTask,
@@ -225,7 +226,7 @@ class TestGetResult:
         assert result.status == TaskResultStatus.RUNNING
         assert result.worker_ids == ["worker-a"]
         assert result.last_attempted_at is not None
-        transitions.complete(claimed, 5, started_at=timezone.now(), alias=alias)
+        transitions.complete(claimed, 5, alias=alias)
         async_to_sync(result.arefresh)()
         assert result.status == TaskResultStatus.SUCCESSFUL
         assert result.return_value == 5
@@ -240,7 +241,6 @@ class TestGetResult:
             claimed,
             "TaskBroke: boom",
             "Traceback ...\ntests.tasksapp.tasks.TaskBroke: boom\n",
-            started_at=timezone.now(),
             backoff=60,
             exception="tests.tasksapp.tasks.TaskBroke",
             alias=alias,

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from django_sqlqueue import operations, queries, transitions
+from django_sqlqueue import operations, queries
 from django_sqlqueue.attempts import AttemptOutcome
 from django_sqlqueue.backoff import Backoff
 from django_sqlqueue.conf import get_settings
 from django_sqlqueue.models import Job
 from django_sqlqueue.rows import ClaimedJob
+from django_sqlqueue.runtime import transitions
 from django_sqlqueue.runtime.runner import backoff_for
 from django_sqlqueue.states import Status
 
@@ -166,7 +167,7 @@ class TestComplete:
         [claimed] = claim("worker-a")
         started = row(job).started_at
         finished = timezone.now()
-        assert transitions.complete(claimed, {"sent": 3}, started, now=finished) is True
+        assert transitions.complete(claimed, {"sent": 3}, now=finished) is True
 
         stored = row(job)
         assert stored.status == Status.COMPLETED
@@ -179,16 +180,16 @@ class TestComplete:
         assert entry["attempt"] == 1
         assert entry["worker"] == "worker-a"
         assert entry["outcome"] == "completed"
-        assert entry["started_at"] == started.isoformat()
-        assert entry["finished_at"] == finished.isoformat()
+        assert datetime.fromisoformat(entry["started_at"]) == started
+        assert datetime.fromisoformat(entry["finished_at"]) == finished
         assert stored.duration == (finished - started).total_seconds()
 
     def test_completing_twice_is_refused(self, make_job: Any, claim: Claim) -> None:
         make_job()
         [claimed] = claim()
-        assert transitions.complete(claimed, 1, timezone.now()) is True
+        assert transitions.complete(claimed, 1) is True
         before = snapshot(claimed)
-        assert transitions.complete(claimed, 2, timezone.now()) is False
+        assert transitions.complete(claimed, 2) is False
         assert snapshot(claimed) == before
 
 
@@ -199,9 +200,7 @@ class TestFail:
         job = make_job(max_attempts=3)
         [claimed] = claim("worker-a")
         now = timezone.now()
-        status = transitions.fail(
-            claimed, "ValueError: boom", "Traceback ...", started_at=now, now=now
-        )
+        status = transitions.fail(claimed, "ValueError: boom", "Traceback ...", now=now)
         assert status == Status.FAILED
 
         stored = row(job)
@@ -226,7 +225,7 @@ class TestFail:
         [claimed] = claim()
         assert claimed.attempts == attempt
         now = timezone.now()
-        transitions.fail(claimed, "boom", started_at=now, now=now)
+        transitions.fail(claimed, "boom", now=now)
         low, high = get_settings().backoff.bounds(attempt)
         delay = (row(job).run_at - now).total_seconds()
         assert low <= delay <= high
@@ -236,16 +235,14 @@ class TestFail:
         [claimed] = claim()
         now = timezone.now()
         backoff = Backoff(base=10, cap=1000, jitter=0)
-        transitions.fail(claimed, "boom", started_at=now, backoff=backoff, now=now)
+        transitions.fail(claimed, "boom", backoff=backoff, now=now)
         assert row(job).run_at == now + timedelta(seconds=40)  # 10 * 2**(3 - 1)
 
     def test_retry_delay_replaces_the_backoff(self, make_job: Any, claim: Claim) -> None:
         job = make_job()
         [claimed] = claim()
         now = timezone.now()
-        status = transitions.fail(
-            claimed, "not yet", started_at=now, retry_delay=7.5, outcome="retry", now=now
-        )
+        status = transitions.fail(claimed, "not yet", retry_delay=7.5, outcome="retry", now=now)
         assert status == Status.FAILED
         stored = row(job)
         assert stored.run_at == now + timedelta(seconds=7.5)
@@ -254,7 +251,7 @@ class TestFail:
     def test_failed_job_is_not_claimed_before_its_retry(self, make_job: Any, claim: Claim) -> None:
         make_job()
         [claimed] = claim()
-        transitions.fail(claimed, "boom", started_at=None, retry_delay=60)
+        transitions.fail(claimed, "boom", retry_delay=60)
         assert claim() == []
         assert [c.id for c in claim(now=later(61))] == [claimed.id]
 
@@ -263,7 +260,7 @@ class TestFail:
         [claimed] = claim("worker-b")
         now = timezone.now()
         run_at_before = row(job).run_at
-        assert transitions.fail(claimed, "final", started_at=now, now=now) == Status.DEAD
+        assert transitions.fail(claimed, "final", now=now) == Status.DEAD
         stored = row(job)
         assert stored.status == Status.DEAD
         assert stored.finished_at == now
@@ -275,14 +272,12 @@ class TestFail:
     def test_retry_delay_cannot_save_the_last_attempt(self, make_job: Any, claim: Claim) -> None:
         make_job(max_attempts=1)
         [claimed] = claim()
-        assert transitions.fail(claimed, "again", started_at=None, retry_delay=1) == Status.DEAD
+        assert transitions.fail(claimed, "again", retry_delay=1) == Status.DEAD
 
     def test_discard_goes_dead_with_attempts_left(self, make_job: Any, claim: Claim) -> None:
         job = make_job(max_attempts=5)
         [claimed] = claim()
-        status = transitions.fail(
-            claimed, "obsolete", started_at=None, discard=True, outcome=AttemptOutcome.DISCARD
-        )
+        status = transitions.fail(claimed, "obsolete", discard=True, outcome=AttemptOutcome.DISCARD)
         assert status == Status.DEAD
         stored = row(job)
         assert (stored.status, stored.attempts) == (Status.DEAD, 1)
@@ -293,7 +288,7 @@ class TestFail:
         job = make_job(max_attempts=3)
         for attempt, worker in enumerate(["w1", "w2", "w3"], start=1):
             [claimed] = claim(worker, now=later(attempt * 100))
-            transitions.fail(claimed, f"error {attempt}", started_at=None)
+            transitions.fail(claimed, f"error {attempt}")
         stored = row(job)
         assert stored.status == Status.DEAD
         assert [e["attempt"] for e in stored.history] == [1, 2, 3]
@@ -304,7 +299,7 @@ class TestFail:
         """A callable backoff may return any number; the job must still leave `running`."""
         job = make_job(max_attempts=5)
         [claimed] = claim()
-        status = transitions.fail(claimed, "boom", started_at=None, backoff=lambda n: 1e12)
+        status = transitions.fail(claimed, "boom", backoff=lambda n: 1e12)
         assert status in (Status.FAILED, Status.DEAD)
         assert row(job).status == status
 
@@ -348,15 +343,15 @@ class TestFencing:
     def test_complete_from_the_zombie_changes_nothing(self, stolen: Any) -> None:
         zombie, owner = stolen
         before = snapshot(owner)
-        assert transitions.complete(zombie, "late", timezone.now()) is False
+        assert transitions.complete(zombie, "late") is False
         assert snapshot(owner) == before
         assert row(owner).lease_owner == "owner"
 
     def test_fail_from_the_zombie_changes_nothing(self, stolen: Any) -> None:
         zombie, owner = stolen
         before = snapshot(owner)
-        assert transitions.fail(zombie, "late error", started_at=None) is None
-        assert transitions.fail(zombie, "late discard", started_at=None, discard=True) is None
+        assert transitions.fail(zombie, "late error") is None
+        assert transitions.fail(zombie, "late discard", discard=True) is None
         assert snapshot(owner) == before
 
     def test_release_from_the_zombie_changes_nothing(self, stolen: Any) -> None:
@@ -367,8 +362,8 @@ class TestFencing:
 
     def test_the_new_owner_still_finishes(self, stolen: Any) -> None:
         zombie, owner = stolen
-        transitions.complete(zombie, "late", timezone.now())
-        assert transitions.complete(owner, "on time", timezone.now()) is True
+        transitions.complete(zombie, "late")
+        assert transitions.complete(owner, "on time") is True
         stored = row(owner)
         assert (stored.status, stored.result) == (Status.COMPLETED, "on time")
         assert [e["worker"] for e in stored.history] == ["zombie", "owner"]
@@ -383,16 +378,16 @@ class TestFencing:
         transitions.recover_expired_leases(now=later(2))
         [new] = claim("worker-a", now=later(3600))
         before = snapshot(new)
-        assert transitions.complete(old, "stale", timezone.now()) is False
-        assert transitions.fail(old, "stale", started_at=None) is None
+        assert transitions.complete(old, "stale") is False
+        assert transitions.fail(old, "stale") is None
         assert snapshot(new) == before
 
     def test_after_completion_the_owner_cannot_fail_it(self, make_job: Any, claim: Claim) -> None:
         make_job()
         [claimed] = claim()
-        transitions.complete(claimed, None, timezone.now())
+        transitions.complete(claimed, None)
         before = snapshot(claimed)
-        assert transitions.fail(claimed, "too late", started_at=None) is None
+        assert transitions.fail(claimed, "too late") is None
         assert transitions.release(claimed, "too late") is False
         assert snapshot(claimed) == before
 
@@ -405,7 +400,7 @@ class TestFencing:
         transitions.release(claimed, "shutdown")
         assert operations.cancel_many([claimed.id]).changed == 1
         before = snapshot(claimed)
-        assert transitions.complete(claimed, "ghost", timezone.now()) is False
+        assert transitions.complete(claimed, "ghost") is False
         assert snapshot(claimed) == before
 
 
@@ -612,7 +607,7 @@ class TestAdminActions:
     ) -> None:
         job = make_job(max_attempts=1)
         [claimed] = claim()
-        transitions.fail(claimed, "boom", started_at=None)
+        transitions.fail(claimed, "boom")
         assert row(job).status == Status.DEAD
         assert operations.requeue_many([job.pk]).changed == 1
         [again] = claim()

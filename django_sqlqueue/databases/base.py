@@ -2,9 +2,10 @@
 
 A vendor module (postgresql.py, mysql.py, sqlite.py) subclasses `QueueDatabase` and declares
 its differences as class attributes and overrides, as Django's own database backends do:
-which claimer, completer, inserter and waiter it uses, how it keeps planner statistics, tunes
-new connections, estimates a table's size, serialises inserts of one idempotency key, and which
-system checks it needs. Nothing outside `databases/` asks which vendor it talks to.
+which claimer, exit writer (the one door out of `running`), inserter and waiter it uses, how
+it keeps planner statistics, tunes new connections, estimates a table's size, serialises
+inserts of one idempotency key, and which system checks it needs. Nothing outside
+`databases/` asks which vendor it talks to.
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any, ClassVar
 
 from django.core import checks
 from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from ..exits import Exit
+from ..rows import ClaimedJob
 from ..states import CLAIMABLE
 from .claiming import Claimer
-from .completing import Completer
+from .exits import ExitWriter
 from .inserting import Inserter
 from .polling import Waiter
 
@@ -38,7 +42,7 @@ class QueueDatabase:
 
     vendor: ClassVar[str] = ""
     claimer_class: ClassVar[type[Claimer]]
-    completer_class: ClassVar[type[Completer]]
+    exit_writer_class: ClassVar[type[ExitWriter]]
     inserter_class: ClassVar[type[Inserter]] = Inserter
     waiter_class: ClassVar[type[Waiter]] = Waiter
 
@@ -46,6 +50,7 @@ class QueueDatabase:
         self.alias = alias
         self.connection = connection
         self._inserter: Inserter | None = None
+        self._exits: ExitWriter | None = None
 
     # The hot paths -------------------------------------------------------------------------
 
@@ -54,8 +59,24 @@ class QueueDatabase:
         claimer.database = self
         return claimer
 
-    def completer(self) -> Completer:
-        return self.completer_class(self.alias)
+    def exits(self) -> ExitWriter:
+        """The one door out of `running`, its statements built once per connection."""
+        if self._exits is None:
+            self._exits = self.exit_writer_class(self.alias)
+        return self._exits
+
+    def leave_running(
+        self, jobs: Sequence[ClaimedJob], exit: Exit, *, in_transaction: bool = False
+    ) -> set[int]:
+        """Every exit from `running`: move `jobs` (one worker's) out as `exit` says, fenced
+        by lease owner and attempt; the ids written (databases/exits.py)."""
+        return self.exits().write(jobs, exit, in_transaction=in_transaction)
+
+    def renew_leases(
+        self, held: Sequence[tuple[int, str]], lease_seconds: float, now: datetime
+    ) -> int:
+        """Push forward the leases of (job id, lease owner) pairs still running so."""
+        return self.exits().renew(held, lease_seconds, now)
 
     def inserter(self) -> Inserter:
         """The INSERT statements, built once per connection."""

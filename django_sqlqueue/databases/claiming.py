@@ -13,11 +13,15 @@ from typing import Any
 from django.db import DatabaseError, connections
 from django.utils import timezone
 
+from ..exits import Exit, shape_of
 from ..models import Job
 from ..rows import CLAIM_COLUMNS, ClaimedJob
-from ..states import CLAIMABLE, PARKED_OWNER, Status
+from ..states import CLAIMABLE, PARK, PARKED_OWNER, UNCLAIM, Status
 from .gate import FlowGate
 from .paused import PausedQueues
+
+UNCLAIMED = shape_of(UNCLAIM, Status.PENDING)
+PARKED = shape_of(PARK, Status.PENDING)
 
 
 class Claimer:
@@ -141,21 +145,20 @@ class Claimer:
     def ordered(jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         return sorted(jobs, key=lambda job: job.order_key)
 
-    #: Written before a list of row values (SQLite needs `VALUES (…), (…)`).
-    row_values_prefix = ""
-    #: Appended to the unclaim statement (PostgreSQL: wake idle workers).
-    unclaim_returning = ""
-
     def unclaim(self, worker_id: str, jobs: Sequence[ClaimedJob]) -> int:
-        """Undo the claim of jobs this worker will not start, as if it never took them: back
-        to pending, attempt not spent, their place in the queue (run_at) kept, no history
-        entry. Fenced: a job whose lease this worker lost is left alone."""
-        return self._hand_back(worker_id, jobs, None, self.unclaim_returning)
+        """`states.UNCLAIM`: undo the claim of jobs this worker will not start, as if it never
+        took them: back to pending, attempt not spent, their place in the queue (run_at)
+        kept, no history entry. Fenced: a job whose lease this worker lost is left alone."""
+        return self._hand_back(worker_id, jobs, Exit(UNCLAIMED, timezone.now()))
 
     def park(self, worker_id: str, jobs: Sequence[ClaimedJob], run_at: datetime) -> int:
         """`states.PARK`: as `unclaim`, but due again at `run_at` (when the limit that held
         the jobs back should let them through)."""
-        return self._hand_back(worker_id, jobs, run_at, "")
+        return self._hand_back(worker_id, jobs, Exit(PARKED, timezone.now(), run_at=run_at))
+
+    def _hand_back(self, worker_id: str, jobs: Sequence[ClaimedJob], exit: Exit) -> int:
+        mine = [job for job in jobs if job.lease_owner == worker_id]
+        return len(self.database.leave_running(mine, exit)) if mine else 0
 
     def wake(self, freed: Mapping[str, int], now: datetime) -> int:
         """`states.WAKE`: make up to `freed[key]` parked jobs of each key due now, oldest
@@ -197,31 +200,6 @@ class Claimer:
                 raise
             return False
         return True
-
-    def _hand_back(
-        self,
-        worker_id: str,
-        jobs: Sequence[ClaimedJob],
-        run_at: datetime | None,
-        returning: str,
-    ) -> int:
-        if not jobs:
-            return 0
-        pairs = ", ".join(["(%s, %s)"] * len(jobs))
-        now = self.adapt(timezone.now())
-        due, due_params = ("", []) if run_at is None else (", run_at = %s", [self.adapt(run_at)])
-        owner = "" if run_at is None else PARKED_OWNER
-        sql = (
-            f"UPDATE {self.table} SET status = '{Status.PENDING.value}', "
-            "attempts = attempts - 1, lease_owner = %s, lease_expires_at = NULL, "
-            f"updated_at = %s{due} "
-            f"WHERE status = '{Status.RUNNING.value}' AND lease_owner = %s "
-            f"AND (id, attempts) IN ({self.row_values_prefix}{pairs}){returning}"
-        )
-        keys = [value for job in jobs for value in (job.id, job.attempts)]
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, [owner, now, *due_params, worker_id, *keys])
-            return cursor.rowcount
 
 
 class UpdateReturningClaimer(Claimer):

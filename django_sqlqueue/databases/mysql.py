@@ -1,7 +1,7 @@
 """MySQL 8 and MariaDB 10.6+: every way the queue's SQL differs on them.
 
 - Claim: a locking read (FOR UPDATE SKIP LOCKED) and an UPDATE by primary key.
-- Completion: no UPDATE … RETURNING; when rows were fenced out, read which ones are ours.
+- Exits from running: no UPDATE … RETURNING; a batch locks its rows first to know its own.
 - Idempotency keys: a named lock serialises the inserts of one key.
 - Waiting: adaptive polling (no notification mechanism).
 """
@@ -12,18 +12,17 @@ import contextlib
 import hashlib
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
 
 from django.core import checks
 from django.db import DatabaseError, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from ..models import Job
+from ..exits import Exit
 from ..rows import ClaimedJob
 from ..states import Status
 from .base import QueueDatabase, skip_locked_check
 from .claiming import Claimer
-from .completing import ENTRY_FIELDS, Completer, zone_suffix
+from .exits import ExitWriter, zone_suffix
 
 #: Seconds to wait for another enqueue of the same key before going on without the lock.
 KEY_LOCK_TIMEOUT = 2
@@ -71,46 +70,44 @@ class MySQLClaimer(Claimer):
         return self.ordered(jobs)
 
 
-class MySQLCompleter(Completer):
+class MySQLExitWriter(ExitWriter):
+    """No UPDATE … RETURNING: one job's row count says whether it was written; a batch locks
+    the rows it may write first, in one transaction, so it knows which those are."""
+
     returning = False
-    history_append = (
-        "JSON_ARRAY_APPEND(history, '$', JSON_OBJECT("
-        + ENTRY_FIELDS.format(started="CONCAT(REPLACE(CAST(started_at AS CHAR), ' ', 'T'), %s)")
-        + "))"
-    )
+    append_entry = "JSON_ARRAY_APPEND(history, '$', {entry})"
+    json_object = "JSON_OBJECT"
 
-    def history_parameters(self) -> list[Any]:
-        return [zone_suffix()]
+    def timestamp_text(self, column: str) -> str:
+        return f"CONCAT(REPLACE(CAST({column} AS CHAR), ' ', 'T'), '{zone_suffix()}')"
 
-    def complete_batch(
-        self, jobs: list[ClaimedJob], result_text: str | None, now: datetime
-    ) -> set[int]:
-        """Without RETURNING: when rows were fenced out, read which are ours."""
-        sql, params = self.statement(jobs, result_text, now)
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            if cursor.rowcount == len(jobs):
-                return {job.id for job in jobs}
-        ours = set()
-        expected = {job.id: job for job in jobs}
-        with transaction.atomic(using=self.alias):
-            rows = Job.objects.using(self.alias).filter(id__in=list(expected))
-            for job_id, status, history in rows.values_list("id", "status", "history"):
-                last = history[-1] if history else {}
-                job = expected[job_id]
-                if (
-                    status == Status.COMPLETED
-                    and last.get("worker") == job.lease_owner
-                    and last.get("attempt") == job.attempts
-                ):
-                    ours.add(job_id)
+    def write_chunk(self, jobs: Sequence[ClaimedJob], exit: Exit, in_transaction: bool) -> set[int]:
+        if len(jobs) == 1:
+            return super().write_chunk(jobs, exit, in_transaction)
+        pairs = ", ".join(["(%s, %s)"] * len(jobs))
+        with transaction.atomic(using=self.alias), self.connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id FROM {self.table} WHERE id IN ({', '.join(['%s'] * len(jobs))}) "
+                f"AND status = '{Status.RUNNING.value}' AND lease_owner = %s "
+                f"AND (id, attempts) IN ({pairs}) FOR UPDATE",
+                [
+                    *(job.id for job in jobs),
+                    jobs[0].lease_owner,
+                    *(value for job in jobs for value in (job.id, job.attempts)),
+                ],
+            )
+            ours = {row[0] for row in cursor.fetchall()}
+            if ours:
+                mine = [job for job in jobs if job.id in ours]
+                sql = self.statement(exit.shape, len(mine), in_transaction)
+                self.execute(sql, self.parameters(exit, mine))
         return ours
 
 
 class MySQLDatabase(QueueDatabase):
     vendor = "mysql"
     claimer_class = MySQLClaimer
-    completer_class = MySQLCompleter
+    exit_writer_class = MySQLExitWriter
 
     @contextlib.contextmanager
     def key_lock(self, key: str) -> Iterator[None]:

@@ -28,7 +28,7 @@ from ..rows import NewJob
 from ..states import Status
 from .base import QueueDatabase, StatisticsKeeper, skip_locked_check
 from .claiming import UpdateReturningClaimer
-from .completing import ENTRY_FIELDS, Completer
+from .exits import ExitWriter
 from .inserting import INSERT_COLUMNS, Inserter
 from .postgresql_pooling import CHANNEL, ListeningWaiter, pooler_checks
 
@@ -61,8 +61,6 @@ class PostgreSQLClaimer(UpdateReturningClaimer):
     """
 
     lock_clause = " FOR UPDATE SKIP LOCKED"
-    # Jobs handed back wake idle workers, as an enqueue does.
-    unclaim_returning = f" RETURNING pg_notify('{CHANNEL}', queue)"
 
     # Nothing but the TID condition in the WHERE: another condition could make an index scan
     # look as cheap as the TID scan to a planner that believes the table empty.
@@ -141,20 +139,20 @@ def one_text(
     return psycopg.ClientCursor(connection.connection).mogrify(sql, params), None
 
 
-class PostgreSQLCompleter(Completer):
-    history_append = (
-        "history || jsonb_build_array(jsonb_build_object("
-        + ENTRY_FIELDS.format(started="started_at")
-        + "))"
-    )
+class PostgreSQLExitWriter(ExitWriter):
+    append_entry = "history || jsonb_build_array({entry})"
+    json_object = "jsonb_build_object"
+    text_placeholder = "%s::text"
     json_placeholder = "%s::jsonb"
+    # Jobs handed back due now wake idle workers, as an enqueue does.
+    returning_woken = f", pg_notify('{CHANNEL}', queue)"
 
     def __init__(self, alias: str) -> None:
         if get_settings().postgresql_async_completion:
-            # The statement's own transaction commits without waiting for the WAL flush: a
+            # A completion's own transaction commits without waiting for the WAL flush: a
             # worker crash loses nothing, a database server crash may lose the completions
             # of its last fraction of a second, whose jobs then run again (docs/guarantees.md).
-            self.from_clause = ASYNC_COMMIT
+            self.completion_tail = ASYNC_COMMIT
         super().__init__(alias)
 
 
@@ -307,7 +305,7 @@ class AnalyzingKeeper(StatisticsKeeper):
 class PostgreSQLDatabase(QueueDatabase):
     vendor = "postgresql"
     claimer_class = PostgreSQLClaimer
-    completer_class = PostgreSQLCompleter
+    exit_writer_class = PostgreSQLExitWriter
     inserter_class = PostgreSQLInserter
     waiter_class = ListeningWaiter
 

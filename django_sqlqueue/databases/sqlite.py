@@ -21,7 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from ..conf import SQLITE_SYNCHRONOUS_MODES, get_settings
 from .base import QueueDatabase
 from .claiming import UpdateReturningClaimer
-from .completing import ENTRY_FIELDS, Completer, zone_suffix
+from .exits import ExitWriter, zone_suffix
 from .polling import Waiter
 
 
@@ -31,24 +31,19 @@ class SQLiteClaimer(UpdateReturningClaimer):
     lock (the failure mode of deferred transactions). Waiting writers queue on busy_timeout.
     """
 
-    row_values_prefix = "VALUES "
-
     def index_hint(self, queues: Sequence[str] | None) -> str:
         # Without ANALYZE statistics SQLite may prefer the (status, finished_at) index and
         # sort every claimable row; name the partial index that already has the claim order.
         return " INDEXED BY " + ("sqlqueue_claim_queue" if queues else "sqlqueue_claim_any")
 
 
-class SQLiteCompleter(Completer):
-    history_append = (
-        "json_insert(history, '$[#]', json_object("
-        + ENTRY_FIELDS.format(started="replace(started_at, ' ', 'T') || %s")
-        + "))"
-    )
+class SQLiteExitWriter(ExitWriter):
+    append_entry = "json_insert(history, '$[#]', {entry})"
     row_values_prefix = "VALUES "
 
-    def history_parameters(self) -> list[Any]:
-        return [zone_suffix()]
+    def timestamp_text(self, column: str) -> str:
+        # Django stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC, without the zone.
+        return f"replace({column}, ' ', 'T') || '{zone_suffix()}'"
 
     def driver_sql(self, sql: str) -> str:
         return sql.replace("%s", "?")
@@ -111,7 +106,7 @@ def set_transaction_mode(connection: BaseDatabaseWrapper, mode: str | None) -> N
 class SQLiteDatabase(QueueDatabase):
     vendor = "sqlite"
     claimer_class = SQLiteClaimer
-    completer_class = SQLiteCompleter
+    exit_writer_class = SQLiteExitWriter
     waiter_class = DataVersionWaiter
 
     def estimated_rows(self, table: str) -> int | None:

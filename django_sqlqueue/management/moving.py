@@ -19,9 +19,9 @@ from django.core.management.color import no_style
 from django.db import connections, transaction
 from django.utils import timezone
 
-from .. import transitions
 from ..conf import get_settings
 from ..models import Job, Worker
+from ..runtime import transitions
 from ..runtime.runner import backoff_for
 from ..states import FINISHED, Status
 

@@ -10,21 +10,21 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from datetime import datetime
 from typing import Protocol
 
 from django.db import DatabaseError, transaction
-from django.utils import timezone
 
-from .. import outcomes, signals, tracing, transitions
+from .. import signals, tracing
 from ..attempts import AttemptOutcome, exception_path
 from ..conf import QueueSettings
 from ..context import AttemptControl
 from ..exceptions import JobCancelled, JobTimeout, TransactionLeftOpen, WorkerShutdown
 from ..rows import ClaimedJob
+from . import transitions
 from .connections import LeakGuard
 from .dispatch import DurationEstimates
-from .recording import OutcomeRecorder, job_label
+from .recording import OutcomeRecorder
+from .reporting import job_label
 from .runner import AttemptResult, JobRunner, execute, resolve_runner
 from .watch import AttemptWatch
 
@@ -76,8 +76,6 @@ class AttemptRunner:
     def run(self, job: ClaimedJob) -> None:
         worker = self.worker
         runner = resolve_runner(job)
-        # The claim's time, which the row and every account of the attempt show.
-        started_at = job.started_at or timezone.now()
         began = time.monotonic()
         timeout = (runner.timeout if runner else None) or worker.conf.default_timeout
         control = AttemptControl()
@@ -137,7 +135,7 @@ class AttemptRunner:
             result = left_open(job, leak)
         duration = time.monotonic() - began
         worker.observe_duration(job.name, duration)
-        self.record(job, runner, result, started_at, duration, control, atomic)
+        self.record(job, runner, result, duration, control, atomic)
         worker.set_current(None, None)
         worker.jobs_done += 1
 
@@ -167,8 +165,7 @@ class AttemptRunner:
             if not result.is_success:
                 transaction.set_rollback(True, using=alias)
                 return result
-            completer = worker.recorder.completer
-            if completer.complete_one(job, result.result, timezone.now(), in_transaction=True):
+            if transitions.complete(job, result.result, alias=alias, in_transaction=True):
                 result.recorded = True
             else:
                 transaction.set_rollback(True, using=alias)  # the lease was lost
@@ -180,16 +177,15 @@ class AttemptRunner:
         job: ClaimedJob,
         runner: JobRunner | None,
         result: AttemptResult,
-        started_at: datetime,
         duration: float,
         control: AttemptControl,
         atomic: bool,
     ) -> None:
         recorder = self.worker.recorder
         if not result.is_success and control.cancelled.is_set():
-            self.record_stop(job, result, started_at)
+            recorder.record_stop(job, result)
         elif not result.is_success:
-            recorder.record_failure(job, runner, result, started_at, duration)
+            recorder.record_failure(job, runner, result, duration)
         elif atomic:
             recorded = {job.id} if result.recorded else set()
             recorder.report_successes([(job, runner, result, duration)], recorded)
@@ -197,26 +193,6 @@ class AttemptRunner:
             recorder.add_success(job, runner, result, duration)
         else:
             recorder.record_success(job, runner, result, duration)
-
-    def record_stop(self, job: ClaimedJob, result: AttemptResult, started_at: datetime) -> None:
-        """The job was cancelled while it ran and its handler stopped: cancelled, no retry."""
-        recorder = self.worker.recorder
-        reason = f"Cancelled while running ({result.error or 'stopped'})."
-        stopped = recorder.with_retries(
-            lambda: transitions.stop(
-                job,
-                reason,
-                started_at=started_at,
-                exception=result.exception,
-                alias=self.worker.alias,
-            )
-        )
-        if stopped:
-            outcomes.attempt_ended(job, outcomes.CANCELLED, None, reason)
-            logger.warning("%s cancelled while running", job_label(job))
-            recorder.activity.record(failed=1)
-        else:
-            logger.warning("%s stopped after a cancel, but its lease was lost", job_label(job))
 
 
 def left_open(job: ClaimedJob, leak: str) -> AttemptResult:

@@ -12,9 +12,10 @@ import logging
 import time
 from collections.abc import Callable
 
-from .. import outcomes, transitions
+from .. import outcomes
 from ..attempts import AttemptOutcome
 from ..rows import ClaimedJob
+from . import transitions
 from .watch import exit_process
 
 logger = logging.getLogger("django_sqlqueue")
@@ -45,9 +46,7 @@ class HardStops:
         error = "Timed out, and the handler did not stop; its worker process was replaced."
 
         def record() -> str | None:
-            status = transitions.fail(
-                job, error, started_at=None, outcome=AttemptOutcome.TIMEOUT, alias=self.alias
-            )
+            status = transitions.fail(job, error, outcome=AttemptOutcome.TIMEOUT, alias=self.alias)
             return status.value if status is not None else None
 
         end_process(job, "timeout", record, error)
@@ -63,7 +62,7 @@ class HardStops:
         reason = "Cancelled while running; the handler did not stop, so its worker was replaced."
 
         def record() -> str | None:
-            stopped = transitions.stop(job, reason, started_at=None, alias=self.alias)
+            stopped = transitions.stop(job, reason, alias=self.alias)
             return outcomes.CANCELLED if stopped else None
 
         end_process(job, "stop", record, reason)

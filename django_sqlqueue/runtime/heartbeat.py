@@ -16,7 +16,7 @@ from django.db import connections
 from django.utils import timezone
 
 from ..models import Worker
-from ..transitions import renew_leases
+from .transitions import renew_leases
 
 logger = logging.getLogger("django_sqlqueue")
 

@@ -10,7 +10,8 @@ Alive means more than "not reaped": a worker frozen by SIGSTOP, or stuck without
 must lose its lease as before. So a job's lease is renewed here only while its process is
 running and its CPU time advances (read from /proc; on systems without it the worker's own
 heartbeat is all there is). Each renewal is one UPDATE, fenced by the lease owner, every
-HEARTBEAT_SECONDS, and only while some worker is running a job.
+HEARTBEAT_SECONDS, and only while some worker is running a job; it is the same lease renewal
+a worker's heartbeat makes (`QueueDatabase.renew_leases`).
 """
 
 from __future__ import annotations
@@ -18,19 +19,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from datetime import timedelta
-from functools import reduce
-from operator import or_
 from pathlib import Path
 from typing import Any, Protocol
 
 from django.db import DatabaseError
-from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import QueueSettings
-from ..models import Job
-from ..states import Status
+from ..databases import queue_database
 from .heartbeat import close_quietly
 
 logger = logging.getLogger("django_sqlqueue")
@@ -76,7 +72,8 @@ class LeaseKeeper:
         if not working:
             return 0
         try:
-            return renew_running(working, self.lease_seconds, self.alias)
+            database = queue_database(self.alias)
+            return database.renew_leases(working, self.lease_seconds, timezone.now())
         except DatabaseError as exc:
             logger.warning("Could not renew the leases of running jobs (%s)", exc)
             close_quietly(self.alias)
@@ -101,14 +98,3 @@ class LeaseKeeper:
                 working.append((job_id, child.worker_id))
         self.seen = seen
         return working
-
-
-def renew_running(working: list[tuple[int, str]], lease_seconds: float, alias: str) -> int:
-    """One UPDATE: each job's lease, if it is still running under that worker."""
-    now = timezone.now()
-    fence = reduce(or_, (Q(id=job_id, lease_owner=owner) for job_id, owner in working))
-    return (
-        Job.objects.using(alias)
-        .filter(fence, status=Status.RUNNING)
-        .update(lease_expires_at=now + timedelta(seconds=lease_seconds), updated_at=now)
-    )

@@ -14,11 +14,11 @@ from typing import Protocol
 from django.db import DatabaseError, connections
 from django.utils import timezone
 
-from .. import transitions
 from ..conf import QueueSettings
 from ..databases import queue_database
 from ..models import Worker
 from ..operations import prune_completed
+from . import transitions
 from .observing import QueueSampling, RollupKeeping
 from .runner import backoff_for
 

@@ -1,5 +1,5 @@
-"""Write what happened to a worker's jobs, each write fenced by the lease, and tell signals
-and the activity log once the row says so.
+"""Write what happened to a worker's jobs, each through the fenced door out of `running`
+(transitions.py), and tell it once the row says so (reporting.py).
 
 A success is recorded before the worker starts its next job, so a crash re-runs at most the
 job that was running; jobs that opted in to batch completion are recorded together at the end
@@ -11,17 +11,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.utils import timezone
 
-from .. import outcomes, signals, transitions
-from ..databases.completing import Completer
 from ..rows import ClaimedJob
 from ..states import Status
+from . import transitions
 from .activity_log import ActivitySummary
 from .connections import reset_connection
+from .reporting import job_label, tell, tell_lease_lost
 from .runner import AttemptResult, JobRunner
 
 logger = logging.getLogger("django_sqlqueue")
@@ -31,25 +31,15 @@ T = TypeVar("T")
 #: A successful attempt waiting to be recorded: the job, its runner, result, duration.
 Success = tuple[ClaimedJob, "JobRunner | None", AttemptResult, float]
 
-
-def job_label(job: ClaimedJob) -> str:
-    return f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
+__all__ = ["OutcomeRecorder", "Success", "job_label"]
 
 
 class OutcomeRecorder:
     """Records attempts' outcomes for one worker, reconnecting through short outages."""
 
-    def __init__(
-        self,
-        worker_id: str,
-        alias: str,
-        completer: Completer,
-        activity: ActivitySummary,
-        lease_seconds: float,
-    ) -> None:
+    def __init__(self, worker_id: str, alias: str, activity: ActivitySummary, lease_seconds: float):
         self.worker_id = worker_id
         self.alias = alias
-        self.completer = completer
         self.activity = activity
         self.lease_seconds = lease_seconds
         self.succeeded: list[Success] = []
@@ -70,7 +60,7 @@ class OutcomeRecorder:
         now = timezone.now()
         try:
             written = self.with_retries(
-                lambda: self.completer.complete_one(job, result.result, now)
+                lambda: transitions.complete(job, result.result, now=now, alias=self.alias)
             )
         except DatabaseError as exc:
             self.results_refused([(job, runner, result, duration)], exc)
@@ -84,33 +74,27 @@ class OutcomeRecorder:
             self.record_successes(batch)
 
     def record_successes(self, batch: list[Success]) -> None:
-        """One statement per distinct result; then signals and the activity log."""
+        """One statement per distinct result; then each success is told."""
         now = timezone.now()
+        results = [(job, out.result) for job, _, out, _ in batch]
         try:
-            results = [(job, out.result) for job, _, out, _ in batch]
-            recorded = self.with_retries(lambda: self.completer.complete(results, now))
+            recorded = self.with_retries(
+                lambda: transitions.complete_many(results, now=now, alias=self.alias)
+            )
         except DatabaseError as exc:
             self.results_refused(batch, exc)
             return
         self.report_successes(batch, recorded or set())
 
     def report_successes(self, batch: list[Success], recorded: set[int]) -> None:
-        """Log, signal and count the successes the database took; warn of the others."""
-        debug = logger.isEnabledFor(logging.DEBUG)
+        """Tell the successes the database took; warn of the others."""
         completed = 0
         for job, runner, result, duration in batch:
             if job.id not in recorded:
-                logger.warning(
-                    "%s finished in %.1f ms but its lease was lost; its result was discarded",
-                    job_label(job),
-                    duration * 1000,
-                )
+                tell_lease_lost(job, "completed", duration)
                 continue
             completed += 1
-            outcomes.attempt_ended(job, outcomes.COMPLETED, duration)
-            if debug:
-                logger.debug("%s completed in %.1f ms", job_label(job), duration * 1000)
-            signals.send(signals.job_completed, job, result=result.result)
+            tell(job, "completed", duration, result=result.result)
             if runner is not None:
                 runner.finished(job, result)
         self.activity.record(completed=completed)
@@ -123,24 +107,21 @@ class OutcomeRecorder:
             refused = AttemptResult(
                 AttemptResult.BAD_RESULT, error=f"The database refused the result: {exc}"
             )
-            self.record_failure(job, runner, refused, job.started_at, duration)
+            self.record_failure(job, runner, refused, duration)
 
     def record_failure(
         self,
         job: ClaimedJob,
         runner: JobRunner | None,
         result: AttemptResult,
-        started_at: Any,
         duration: float,
     ) -> None:
-        label = job_label(job)
         try:
             status = self.with_retries(
                 lambda: transitions.fail(
                     job,
                     result.error,
                     result.traceback,
-                    started_at=started_at,
                     backoff=runner.backoff if runner else None,
                     retry_delay=result.retry_delay,
                     discard=result.gives_up,
@@ -150,35 +131,39 @@ class OutcomeRecorder:
                 )
             )
         except DatabaseError as exc:
-            logger.error("%s: could not record its failure (%s); its lease will expire", label, exc)
-            return
-        millis = duration * 1000
-        if status is None:
-            logger.warning(
-                "%s failed in %.1f ms but its lease was lost; the failure was not recorded",
-                label,
-                millis,
+            logger.error(
+                "%s: could not record its failure (%s); its lease will expire", job_label(job), exc
             )
             return
+        if status is None:
+            tell_lease_lost(job, "failed", duration)
+            return
         self.activity.record(failed=1)
-        outcome = outcomes.FAILED if status == Status.FAILED else outcomes.DEAD
-        outcomes.attempt_ended(job, outcome, duration, result.error)
-        if status == Status.FAILED:
-            logger.warning("%s failed in %.1f ms (%s); will retry", label, millis, result.error)
-            if result.traceback:
-                logger.info("%s traceback:\n%s", label, result.traceback)
-            signals.send(signals.job_failed, job, error=result.error)
-        else:
-            logger.error("%s is dead after %.1f ms: %s", label, millis, result.error)
-            if result.traceback:
-                logger.error("%s traceback:\n%s", label, result.traceback)
-            signals.send(signals.job_dead, job, error=result.error)
+        ended = "failed" if status == Status.FAILED else "dead"
+        tell(job, ended, duration, error=result.error, traceback=result.traceback)
         if runner is not None:
             runner.finished(job, result)
+
+    def record_stop(self, job: ClaimedJob, result: AttemptResult) -> None:
+        """The job was cancelled while it ran and its handler stopped: cancelled, no retry."""
+        reason = f"Cancelled while running ({result.error or 'stopped'})."
+        stopped = self.with_retries(
+            lambda: transitions.stop(job, reason, exception=result.exception, alias=self.alias)
+        )
+        if not stopped:
+            tell_lease_lost(job, "cancelled")
+            return
+        self.activity.record(failed=1)
+        tell(job, "cancelled", error=reason)
 
     def release(self, job: ClaimedJob, reason: str) -> None:
         """Hand a job back to the queue at once, its attempt not spent."""
         self.with_retries(lambda: transitions.release(job, reason, alias=self.alias))
+
+    def release_many(self, jobs: list[ClaimedJob], reason: str) -> None:
+        """Hand jobs back to the queue at once, in one statement."""
+        if jobs:
+            self.with_retries(lambda: transitions.release_many(jobs, reason, alias=self.alias))
 
     def with_retries(self, write: Callable[[], T]) -> T | None:
         """Run a database write, reconnecting through an outage for up to one lease.

@@ -23,10 +23,10 @@ from typing import Any
 
 from django.db import DatabaseError, connections
 
-from .. import transitions
 from ..conf import QueueSettings, get_settings
 from ..models import Worker
 from ..registry import registry
+from . import transitions
 from .budget import JobBudget, WorkerBudget
 from .heartbeat import close_quietly, new_worker_id
 from .lease_keeper import LeaseKeeper

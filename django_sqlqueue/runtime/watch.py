@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from django.db import DatabaseError
 
-from .. import transitions
 from ..context import AttemptControl
 from ..rows import ClaimedJob
+from . import transitions
 from .heartbeat import close_quietly
 
 logger = logging.getLogger("django_sqlqueue")

@@ -26,7 +26,6 @@ from ..conf import QueueSettings, get_settings
 from ..context import AttemptControl
 from ..databases import queue_database
 from ..databases.claiming import Claimer
-from ..databases.completing import Completer
 from ..databases.polling import Waiter
 from ..exceptions import JobCancelled, JobTimeout, WorkerShutdown
 from ..rows import ClaimedJob
@@ -62,8 +61,8 @@ class WorkerOptions:
 
 
 class JobWorker(HardStops):
-    """The loop of one worker process. Its claimer, completer and waiter default to the queue
-    database's; tests pass their own to drive the loop in-process."""
+    """The loop of one worker process. Its claimer and waiter default to the queue database's;
+    tests pass their own to drive the loop in-process."""
 
     def __init__(
         self,
@@ -73,7 +72,6 @@ class JobWorker(HardStops):
         shared_current: Any = None,
         *,
         claimer: Claimer | None = None,
-        completer: Completer | None = None,
         waiter: Waiter | None = None,
         budget: WorkerBudget | None = None,
     ) -> None:
@@ -103,11 +101,7 @@ class JobWorker(HardStops):
         self.waiter = waiter or database.waiter(self.conf.poll_interval, self.stopping)
         self.activity = ActivitySummary(worker_id, logger)
         self.recorder = OutcomeRecorder(
-            worker_id,
-            self.alias,
-            completer or database.completer(),
-            self.activity,
-            self.conf.lease_seconds,
+            worker_id, self.alias, self.activity, self.conf.lease_seconds
         )
         self.attempts = AttemptRunner(self)
         self.watch = AttemptWatch(
@@ -351,8 +345,7 @@ class JobWorker(HardStops):
         """Claimed jobs not started yet go back to the queue at once, attempt not spent."""
         with self.held_lock:
             held, self.held = self.held, []
-        for job in reversed(held):
-            self.recorder.release(job, reason)
+        self.recorder.release_many(held, reason)
         self.give_back(len(held))
 
     def hand_back_unstarted(self) -> None:
