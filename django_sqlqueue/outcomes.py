@@ -1,19 +1,22 @@
 """Where a finished attempt is told to whoever watches: metrics, the dashboard's rollup, JSON logs.
 
-An attempt's outcome is decided in one place per outcome, always by a fenced UPDATE that
-succeeded, so each attempt is reported exactly once however many processes race over it:
+An attempt's outcome is decided by the fenced UPDATE that wrote it (the door out of `running`,
+databases/exits.py), and told from one place, `runtime/reporting.py`, only once that UPDATE
+said the row was its writer's: so each attempt is reported exactly once however many processes
+race over it. The outcomes:
 
-- `completed`: the worker recorded its success (runtime/recording.py, also for batches and
-  atomic jobs);
-- `failed` (a retry is scheduled) and `dead`: the worker recorded its failure
-  (runtime/recording.py), or gave up on a handler deaf to its timeout (runtime/worker.py);
-- `cancelled`: the attempt stopped after a cancel request (runtime/attempt.py, worker.py), or
-  recovery stopped it for a worker that is gone (transitions.recover);
+- `completed`: the worker recorded its success (one by one, in batches, or in an atomic job's
+  own transaction);
+- `failed` (a retry is scheduled) and `dead`: the worker recorded its failure, or gave up on a
+  handler deaf to its timeout (runtime/hard_stop.py);
+- `cancelled`: the attempt stopped after a cancel request, or recovery stopped it for a worker
+  that is gone;
 - `lost`: recovery failed the attempt of a worker that died or stopped renewing its lease
-  (transitions.recover, run by the supervisor), whether the job retries or goes dead.
+  (runtime/transitions.py, run by the supervisor), whether the job retries or goes dead.
 
-Jobs handed back unspent (shutdown, a dead worker's unstarted batch) did not finish an attempt
-and are not reported. With no watcher installed, `attempt_ended` is one truth test.
+Jobs handed back unspent (shutdown, a dead worker's unstarted batch, a claim's surplus, a
+parked job) did not finish an attempt and are not reported. With no watcher installed,
+`attempt_ended` is one truth test.
 """
 
 from __future__ import annotations
