@@ -81,9 +81,22 @@ class Claimer:
         self.freed = admitted.keys
         return admitted.jobs
 
-    def holds_back(self) -> bool:
-        """True while jobs this claimer parked are not due yet: work is left, only waiting."""
-        return self.parked_until is not None and timezone.now() < self.parked_until
+    def holds_back(self, queues: Sequence[str] | None = None) -> bool:
+        """True while jobs a flow limit held back wait to be due: work is left, only waiting.
+
+        Jobs this claimer parked are known without a query; others' (a worker that parked
+        them and left, a wake that failed) are looked up: one indexed read, made only by a
+        `--burst` worker that found nothing to claim."""
+        if self.parked_until is not None and timezone.now() < self.parked_until:
+            return True
+        queue_sql, queue_params = self.queue_filter(queues)
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT 1 FROM {self.table} WHERE {self.claimable_sql}{queue_sql} "
+                "AND lease_owner = %s LIMIT 1",
+                [*queue_params, PARKED_OWNER],
+            )
+            return cursor.fetchone() is not None
 
     def claim_ready(
         self,

@@ -190,8 +190,7 @@ class JobWorker(HardStops):
                 continue
             if not jobs:
                 # Jobs parked by a flow limit are due work: --burst waits for them.
-                holds_back = getattr(self.claimer, "holds_back", None)
-                if self.options.burst and not (holds_back and holds_back()):
+                if self.options.burst and not self.claimer.holds_back(self.options.queues):
                     break
                 self.waiter.wait()
                 continue

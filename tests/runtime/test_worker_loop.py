@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from django.db import OperationalError
+from django.utils import timezone
 
 from django_sqlqueue import job
 from django_sqlqueue.conf import get_settings
@@ -62,17 +63,26 @@ class RecordingClaimer(Claimer):
             self.after_claim(self.worker)
         return jobs
 
+    def holds_back(self, queues: Sequence[str] | None = None) -> bool:
+        return self.real.holds_back(queues)
+
 
 class CountingWaiter(Waiter):
-    """Waits not at all; stops the worker after `limit` idle waits."""
+    """Waits not at all; stops the worker after `limit` idle waits. `on_wait` stands for
+    what happens in the world while a worker waits."""
 
-    def __init__(self, stop: threading.Event, limit: int = 1) -> None:
+    def __init__(
+        self, stop: threading.Event, limit: int = 1, on_wait: Callable[[], None] | None = None
+    ) -> None:
         super().__init__("default", 0.01, stop)
         self.waits = 0
         self.limit = limit
+        self.on_wait = on_wait
 
     def wait(self) -> None:
         self.waits += 1
+        if self.on_wait is not None:
+            self.on_wait()
         if self.waits >= self.limit:
             self.stop.set()
 
@@ -138,6 +148,26 @@ class TestLoop:
         assert max(claimer.sizes) > 1, "short jobs are then claimed in batches"
         results = sorted(Job.objects.using(alias).values_list("result", flat=True))
         assert results == sorted(n + 1 for n in range(30))
+
+    def test_burst_waits_for_a_job_another_worker_parked(self, alias: str) -> None:
+        """A job a flow limit held back is due work, whoever parked it: a `--burst` worker
+        that parked nothing itself must not leave while it waits (its claimer knows only its
+        own parked jobs; the database knows them all)."""
+        job = add.enqueue(2, 3)
+        other = queue_database(alias).claimer()
+        [claimed] = other.claim("other-worker", None, 1, 60, timezone.now())
+        assert other.park("other-worker", [claimed], timezone.now() + timedelta(hours=1)) == 1
+        worker, _ = make_worker(alias, burst=True)
+
+        def time_passes() -> None:  # the parked job's due time comes while the worker waits
+            Job.objects.using(alias).filter(pk=job.pk).update(run_at=timezone.now())
+
+        waiter = CountingWaiter(worker.stopping, limit=5, on_wait=time_passes)
+        worker.waiter = waiter
+        assert worker.work() == 0
+        worker.recorder.flush()
+        assert Job.objects.using(alias).get(pk=job.pk).status == Status.COMPLETED
+        assert waiter.waits == 1
 
     def test_idle_worker_waits_and_stops_when_told(self, alias: str) -> None:
         worker, claimer = make_worker(alias)
