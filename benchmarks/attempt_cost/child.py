@@ -30,7 +30,7 @@ def configure(code: str, db_file: str, mode: str) -> None:
     conf_file = Path(code, "django_sqlqueue", "conf.py")
     package_conf = conf_file.read_text() if conf_file.exists() else ""
     queue: dict[str, Any] = {}
-    if mode == "batch" and "BATCH_COMPLETION" in package_conf:
+    if mode == "batch" and "batch_completion" in package_conf.lower():
         queue["BATCH_COMPLETION"] = True  # code older than the setting always batched
     settings.configure(
         SECRET_KEY="attempt-cost-only",

@@ -6,7 +6,8 @@
 
 One worker drains N no-op jobs in-process on SQLite, each measurement in a fresh process on a
 fresh database file; rounds are interleaved in a rotated order so the machine's drift favours
-no variant. Besides this checkout (batch and per-job recording) and `--against`'s code (batch),
+no variant. Besides this checkout (batch and per-job recording) and `--against`'s code (batch,
+and per-job where it has that mode),
 it measures this checkout with each per-attempt piece left out in turn, then all of them: the
 difference from the full path is what that piece costs per job, give or take the difference
 between the full path and its identical noise control. Needs the machine to itself: the load
@@ -87,12 +88,24 @@ def variants(args: argparse.Namespace) -> list[Variant]:
         Variant("this checkout, per-job recording (default)", ROOT, "default"),
     ]
     if args.against is not None:
-        found.append(Variant(f"{args.against}, batch recording", args.against.resolve(), "batch"))
+        against = args.against.resolve()
+        found.append(Variant(f"{args.against}, batch recording", against, "batch"))
+        if records_per_job(against):
+            found.append(
+                Variant(f"{args.against}, per-job recording (default)", against, "default")
+            )
     for piece in args.pieces:
         found.append(Variant(f"batch, without {piece}", ROOT, "batch", (piece,)))
     if len(args.pieces) > 1:
         found.append(Variant("batch, without all of them", ROOT, "batch", tuple(args.pieces)))
     return found
+
+
+def records_per_job(code: Path) -> bool:
+    """Whether that checkout records each success before the next job by default (code from
+    before the BATCH_COMPLETION setting always batched: it has no per-job mode to measure)."""
+    conf = code / "django_sqlqueue" / "conf.py"
+    return conf.exists() and "batch_completion" in conf.read_text().lower()
 
 
 def measure(variant: Variant, jobs: int, db_file: Path) -> float:

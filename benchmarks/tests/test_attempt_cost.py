@@ -55,6 +55,17 @@ def test_every_piece_is_a_variant_and_all_of_them_one_more() -> None:
     assert found[-1].without == tuple(PIECES)
 
 
+def test_a_checkout_with_per_job_recording_is_measured_in_both_modes(tmp_path: Path) -> None:
+    (tmp_path / "django_sqlqueue").mkdir()
+    (tmp_path / "django_sqlqueue" / "conf.py").write_text('Setting("BATCH_COMPLETION", False)')
+    found = variants(parse_args(["--against", str(tmp_path), "--pieces", ""]))
+    against = [(v.label, v.mode) for v in found if v.code == tmp_path.resolve()]
+    assert against == [
+        (f"{tmp_path}, batch recording", "batch"),
+        (f"{tmp_path}, per-job recording (default)", "default"),
+    ]
+
+
 def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     for argv in (["--pieces", "rollup,nonsense"], ["--jobs", "0"], ["--against", str(tmp_path)]):
         with pytest.raises(SystemExit):
