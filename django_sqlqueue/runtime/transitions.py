@@ -80,33 +80,6 @@ def complete_many(
     return recorded
 
 
-def failure(
-    job: ClaimedJob,
-    error: str,
-    traceback: str = "",
-    *,
-    backoff: BackoffSpec | None = None,
-    retry_delay: float | None = None,
-    discard: bool = False,
-    outcome: AttemptOutcome = AttemptOutcome.ERROR,
-    exception: str = "",
-    now: datetime,
-) -> Exit:
-    """The rule of a failed attempt: a retry at a backoff while attempts are left, else
-    dead. `retry_delay` replaces the backoff (a handler's `Retry`); `discard` goes straight
-    to dead. `exception` is the dotted path of the exception class that ended the attempt."""
-    status = status_after_failure(job.attempts, job.max_attempts, gives_up=discard)
-    if status == Status.DEAD:
-        return Exit(DEAD, now, outcome, error, traceback, exception)
-    delay = (
-        min(retry_delay, MAX_DELAY)
-        if retry_delay is not None
-        else compute_delay(backoff, job.attempts, get_settings().backoff)
-    )
-    run_at = now + timedelta(seconds=delay)
-    return Exit(RETRY, now, outcome, error, traceback, exception, run_at=run_at)
-
-
 def fail(
     job: ClaimedJob,
     error: str,
@@ -120,20 +93,25 @@ def fail(
     now: datetime | None = None,
     alias: str | None = None,
 ) -> Status | None:
-    """running → failed (retry at a backoff) or dead (see `failure`). None if the lease was
-    lost and nothing was written."""
-    exit = failure(
-        job,
-        error,
-        traceback,
-        backoff=backoff,
-        retry_delay=retry_delay,
-        discard=discard,
-        outcome=outcome,
-        exception=exception,
-        now=now or timezone.now(),
-    )
-    return exit.shape.status if door(alias).leave_running((job,), exit) else None
+    """running → failed (a retry at a backoff while attempts are left) or dead. None if the
+    lease was lost and nothing was written.
+
+    `retry_delay` replaces the backoff (a handler's `Retry`); `discard` goes straight to dead.
+    `exception` is the dotted path of the exception class that ended the attempt.
+    """
+    now = now or timezone.now()
+    status = status_after_failure(job.attempts, job.max_attempts, gives_up=discard)
+    if status == Status.DEAD:
+        exit = Exit(DEAD, now, outcome, error, traceback, exception)
+    else:
+        delay = (
+            min(retry_delay, MAX_DELAY)
+            if retry_delay is not None
+            else compute_delay(backoff, job.attempts, get_settings().backoff)
+        )
+        run_at = now + timedelta(seconds=delay)
+        exit = Exit(RETRY, now, outcome, error, traceback, exception, run_at=run_at)
+    return status if door(alias).leave_running((job,), exit) else None
 
 
 def release(job: ClaimedJob, reason: str, *, alias: str | None = None) -> bool:
