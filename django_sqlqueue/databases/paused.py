@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from django.db import connections
 
 from ..models import QueueState
+from ..probes import probe
 
 #: Seconds a worker trusts its last reading of the paused queues.
 PAUSED_TTL = 1.0
@@ -39,4 +40,5 @@ class PausedQueues:
         if now - self.read_at >= self.ttl:
             self.names = read_paused(self.alias)
             self.read_at = now
+            probe("paused-read", alias=self.alias, paused=sorted(self.names))
         return self.names

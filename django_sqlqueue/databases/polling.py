@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 
+from ..probes import probe
+
 
 class Waiter:
     """Adaptive sleep: `min_interval` after work, doubling up to `max_interval` while idle."""
@@ -24,7 +26,9 @@ class Waiter:
         self.interval = self.min_interval
 
     def wait(self) -> None:
-        self.stop.wait(self.interval)
+        probe("worker-idle", waiter="poll", seconds=self.interval)
+        stopped = self.stop.wait(self.interval)
+        probe("worker-woke", reason="stop" if stopped else "timeout")
         self.interval = min(self.interval * 2, self.max_interval)
 
     def close(self) -> None:

@@ -24,6 +24,7 @@ from django.db import DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..conf import get_settings, listen_database_setting
+from ..probes import probe
 from .polling import Waiter
 
 logger = logging.getLogger("django_sqlqueue")
@@ -106,17 +107,22 @@ class ListeningWaiter(Waiter):
                 self.listener = self._listen()
             # Wake on NOTIFY, on the stop event (checked every 0.25 s), or at max_interval.
             deadline = time.monotonic() + self.max_interval
+            probe("worker-idle", waiter="listen", seconds=self.max_interval)
             while not self.stop.is_set():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
+                    probe("worker-woke", reason="timeout")
                     return
                 ready, _, _ = select.select([self.listener.fileno()], [], [], min(remaining, 0.25))
                 if ready:
                     # Drain every queued notification: one wake-up serves them all.
                     for _ in self.listener.notifies(timeout=0, stop_after=1000):
                         pass
+                    probe("worker-woke", reason="notify")
                     return
+            probe("worker-woke", reason="stop")
         except Exception as exc:
+            probe("worker-woke", reason="error")
             logger.warning("LISTEN connection failed (%s); polling instead", exc)
             self.close()
             super().wait()

@@ -19,6 +19,7 @@ from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..conf import SQLITE_SYNCHRONOUS_MODES, get_settings
+from ..probes import probe
 from .base import QueueDatabase
 from .claiming import UpdateReturningClaimer
 from .exits import ExitWriter, zone_suffix
@@ -78,12 +79,16 @@ class DataVersionWaiter(Waiter):
     def wait(self) -> None:
         deadline = time.monotonic() + self.max_interval
         self.version = self._data_version()
+        probe("worker-idle", waiter="data_version", seconds=self.max_interval)
         while (now := time.monotonic()) < deadline:
             tick = self.busy_tick if now - self.last_work < self.busy_for else self.idle_tick
             if self.stop.wait(tick):
+                probe("worker-woke", reason="stop")
                 return
             if self._data_version() != self.version:
+                probe("worker-woke", reason="changed")
                 return
+        probe("worker-woke", reason="timeout")
 
 
 def set_transaction_mode(connection: BaseDatabaseWrapper, mode: str | None) -> None:

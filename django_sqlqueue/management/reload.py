@@ -23,12 +23,14 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from django.apps import apps
 from django.utils import autoreload
+
+from ..probes import probe
 
 logger = logging.getLogger("django_sqlqueue")
 
@@ -45,10 +47,24 @@ def _watch_project_apps(reloader: autoreload.BaseReloader) -> None:
             reloader.watch_dir(path, "**/*.py")
 
 
+def _probed_ticks(reloader: autoreload.BaseReloader) -> None:
+    """Probe each look of the reloader (its ticker yields once per look at the files): a
+    test edits a file only once the reloader has seen it as it was."""
+    ticks = reloader.tick
+
+    def tick() -> Iterator[None]:
+        for looks, _ in enumerate(ticks(), 1):
+            probe("reloader-look", looks=looks)
+            yield
+
+    reloader.tick = tick  # type: ignore[method-assign]
+
+
 def _watch(on_change: Callable[[Path], None]) -> autoreload.BaseReloader:
     """Start Django's reloader in a thread; `on_change(path)` runs once, at the first change."""
     reloader = autoreload.get_reloader()
     _watch_project_apps(reloader)
+    _probed_ticks(reloader)
     fired = threading.Event()
 
     def changed(sender: Any, file_path: Path, **kwargs: Any) -> bool:

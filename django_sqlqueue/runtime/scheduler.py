@@ -25,6 +25,7 @@ from django.utils import timezone
 from ..conf import QueueSettings
 from ..exceptions import InvalidJobError
 from ..models import Schedule
+from ..probes import probe
 from ..registry import registry
 from ..scheduling.cron import Cron, CronError
 from ..scheduling.declarations import declared_schedules
@@ -63,13 +64,15 @@ class Scheduler:
         try:
             if not self.synced:
                 self.sync(now)
-            if time.monotonic() >= self.next_refresh:
+            refreshed = time.monotonic() >= self.next_refresh
+            if refreshed:
                 self.refresh()
             now = now or timezone.now()
             for schedule in self.schedules:
                 due = from_db(schedule.next_run_at)
                 if due is None or due <= now:
                     self.fire(schedule, now)
+            probe("scheduler-tick", now=now.timestamp(), refreshed=refreshed)
         except DatabaseError as exc:
             if not self.retry_at:
                 logger.warning("Scheduler could not reach the database (%s); retrying", exc)
@@ -134,6 +137,7 @@ class Scheduler:
             self.next_refresh = 0.0
             return
         schedule.next_run_at = plan.next_run_at
+        probe("schedule-fired", key=schedule.key, jobs=[job.pk for job in jobs])
         for job in jobs:
             logger.debug(
                 "Schedule %s: job %s for %s%s",
