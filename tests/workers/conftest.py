@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from tests.probes import Probes
 from tests.stopping import wait_or_dump
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +105,15 @@ def worker_env(transactional_db: None) -> dict[str, str]:
     env["SQLQUEUE_TEST_DB_NAME"] = str(connection.settings_dict["NAME"])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
+
+
+@pytest.fixture
+def probes(worker_env: dict[str, str], tmp_path: Path) -> Probes:
+    """The probe lines of the processes this test spawns (django_sqlqueue/probes.py): the
+    workers started after it is set up write them, and the test waits for them."""
+    path = tmp_path / "probes.jsonl"
+    worker_env["SQLQUEUE_PROBE_FILE"] = str(path)
+    return Probes(path)
 
 
 @pytest.fixture
