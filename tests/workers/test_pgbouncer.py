@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -24,6 +24,7 @@ from django.db import connection
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
 from tests.pgbouncer import POOL_SIZE, PgBouncer, PgBouncerUnavailable
+from tests.probes import Line, Probes
 from tests.testapp.jobs import fail_once, record
 from tests.testapp.models import Execution, Order
 
@@ -221,70 +222,90 @@ def test_an_idempotent_enqueue_race_gives_one_job(
     assert sorted(deduplicated for _, deduplicated in outcomes) == [False] + [True] * 5
 
 
-def pickup_latencies(
+def wake_ups(
     workers: WorkerProcesses,
     spawn_django: Callable[..., subprocess.Popen[str]],
+    probes: Probes,
+    tmp_path: Path,
     worker_env: dict[str, str],
     enqueue_env: dict[str, str],
-    count: int = 15,
-) -> list[float]:
-    """Seconds from enqueue to start of `count` jobs enqueued 0.2 s apart to one idle worker."""
+    count: int = 5,
+) -> tuple[int, list[Line]]:
+    """Enqueue `count` jobs one at a time to one idle worker, from a process with
+    `enqueue_env`, each once the worker waits again: the worker's pid, and why it woke after
+    each enqueue (its worker-woke probe)."""
     supervisor = workers.start("-n", "1", env=worker_env)
-    wait_for(lambda: Worker.objects.exists(), timeout=30)
-    time.sleep(1)  # the worker is idle
-    child = spawn_django(
+    worker = wait_for(lambda: Worker.objects.first(), timeout=30)
+    turns = tmp_path / f"enqueuer-{supervisor.pid}"
+    turns.mkdir()
+    # One job each time the test writes a file `go-N`.
+    enqueuer = spawn_django(
         f"""
         import time
+        from pathlib import Path
         from tests.testapp.jobs import noop
 
-        for _ in range({count}):
+        turns = Path({str(turns)!r})
+        for n in range({count}):
+            deadline = time.monotonic() + 60
+            while not (turns / f"go-{{n}}").exists():
+                assert time.monotonic() < deadline, "never told to enqueue"
+                time.sleep(0.005)
             noop.enqueue()
-            time.sleep(0.2)
         print("DONE")
         """,
         env=enqueue_env,
     )
-    out, err = child.communicate(timeout=60)
+    wakes = []
+    since: int | Line = 0
+    for n in range(count):
+        probes.wait("worker-idle", after=since, pid=worker.pid)  # the worker waits
+        enqueued = probes.mark()
+        (turns / f"go-{n}").touch()
+        woke = probes.wait("worker-woke", after=enqueued, pid=worker.pid)
+        wait_for(lambda n=n: Job.objects.filter(status=Status.COMPLETED).count() == n + 1, 30)
+        wakes.append(woke)
+        since = woke
+    out, err = enqueuer.communicate(timeout=60)
     assert "DONE" in out, err
-    wait_for(lambda: Job.objects.filter(status=Status.COMPLETED).count() == count, timeout=30)
-    latencies = [
-        (job.started_at - job.created_at).total_seconds()
-        for job in Job.objects.all()
-        if job.started_at is not None
-    ]
     os.killpg(supervisor.pid, signal.SIGTERM)
     supervisor.wait(timeout=30)
     Job.objects.all().delete()
     Worker.objects.all().delete()
-    return latencies
+    return worker.pid, wakes
 
 
-def test_wake_up_through_pgbouncer_is_as_prompt_as_direct(
+def test_wake_up_through_pgbouncer_is_by_notification_as_direct(
     workers: WorkerProcesses,
     spawn_django: Callable[..., subprocess.Popen[str]],
     pooled: dict[str, str],
+    probes: Probes,
+    tmp_path: Path,
 ) -> None:
-    # A 10 s poll interval: only a notification explains a prompt start.
+    # A 10 s poll interval: a worker that missed a notification would sleep on.
     slow_poll = {"SQLQUEUE_TEST_POLL": "10"}
-    direct = pickup_latencies(workers, spawn_django, slow_poll, {})
-    through_pool = pickup_latencies(
+    direct = wake_ups(workers, spawn_django, probes, tmp_path, slow_poll, {})
+    through_pool = wake_ups(
         workers,
         spawn_django,
+        probes,
+        tmp_path,
         {**slow_poll, **pooled, "SQLQUEUE_TEST_LISTEN_DATABASE": "direct"},
         pooled,
     )
     # Without LISTEN_DATABASE: adaptive polling, never longer than POLL_INTERVAL (1 s here).
-    polling = pickup_latencies(workers, spawn_django, {**pooled, "SQLQUEUE_TEST_POLL": "1"}, pooled)
+    polling = wake_ups(
+        workers, spawn_django, probes, tmp_path, {**pooled, "SQLQUEUE_TEST_POLL": "1"}, pooled
+    )
 
-    medians = {
-        "direct": statistics.median(direct),
-        "pgbouncer + LISTEN_DATABASE": statistics.median(through_pool),
-        "pgbouncer, polling": statistics.median(polling),
-    }
-    figures = ", ".join(f"{name}: {value * 1000:.1f} ms" for name, value in medians.items())
-    figures += f" (median pickup; load average {os.getloadavg()[0]:.2f})"
-    print(figures, file=sys.stderr)
-    assert medians["direct"] < 0.1, figures
-    # Twice the direct figure, or 20 ms on a machine so quick that noise would dominate.
-    assert medians["pgbouncer + LISTEN_DATABASE"] <= max(2 * medians["direct"], 0.02), figures
-    assert max(polling) < 1.5, figures
+    # Idle on its LISTEN socket, woken by each job's notification: through PgBouncer (with
+    # LISTEN_DATABASE) as directly.
+    for name, (pid, wakes) in {"direct": direct, "pgbouncer + LISTEN": through_pool}.items():
+        assert {idle["waiter"] for idle in probes.find("worker-idle", pid=pid)} == {"listen"}
+        assert [woke["reason"] for woke in wakes] == ["notify"] * len(wakes), (name, wakes)
+    # Behind the pooler without LISTEN_DATABASE it polls, never longer than POLL_INTERVAL.
+    pid, wakes = polling
+    waits = probes.find("worker-idle", pid=pid)
+    assert {idle["waiter"] for idle in waits} == {"poll"}, waits[-5:]
+    assert max(idle["seconds"] for idle in waits) <= 1.0, waits[-5:]
+    assert {woke["reason"] for woke in wakes} == {"timeout"}, wakes

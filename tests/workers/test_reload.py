@@ -16,6 +16,7 @@ import pytest
 
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import Status
+from tests.probes import Probes
 from tests.workers.conftest import WorkerProcesses, wait_for
 
 pytestmark = [
@@ -81,14 +82,14 @@ def finished(name: str, **fields: object) -> Job | None:
 
 
 def test_a_code_change_restarts_the_workers_on_the_new_code(
-    workers: WorkerProcesses, reloadable_app: dict[str, str], tmp_path: Path
+    workers: WorkerProcesses, reloadable_app: dict[str, str], tmp_path: Path, probes: Probes
 ) -> None:
     process = workers.start("-n", "1", "--reload", env=reloadable_app)
     Job.objects.create(name="reloadapp.greet")
     first = wait_for(lambda: finished("reloadapp.greet"), timeout=60)
     assert first.result == "v1", workers.log(process)
     wait_for(lambda: "Reloading on code changes" in workers.log(process), timeout=30)
-    time.sleep(1.5)  # the reloader's first look records the files as they are
+    probes.wait("reloader-look")  # the reloader's first look recorded the files as they are
 
     edit(tmp_path / "project" / "reloadapp" / "jobs.py", JOBS_V2)
     wait_for(lambda: "jobs.py changed: restarting" in workers.log(process), timeout=30)
@@ -106,16 +107,17 @@ def test_a_code_change_restarts_the_workers_on_the_new_code(
 
 
 def test_a_change_that_breaks_start_up_is_waited_out(
-    workers: WorkerProcesses, reloadable_app: dict[str, str], tmp_path: Path
+    workers: WorkerProcesses, reloadable_app: dict[str, str], tmp_path: Path, probes: Probes
 ) -> None:
     jobs = tmp_path / "project" / "reloadapp" / "jobs.py"
     process = workers.start("-n", "1", "--reload", env=reloadable_app)
     wait_for(lambda: "Reloading on code changes" in workers.log(process), timeout=60)
-    time.sleep(1.5)
+    probes.wait("reloader-look")  # the child's reloader has seen the files
     edit(jobs, JOBS_V1 + "\nraise ImportError('broken on purpose')\n")
     wait_for(lambda: "start again at the next change" in workers.log(process), timeout=60)
     assert process.poll() is None, "a broken change must not end the command"
-    time.sleep(1.5)
+    # Now the command itself (no child left) watches the files: its reloader has seen them.
+    probes.wait("reloader-look", pid=process.pid)
     edit(jobs, JOBS_V2)
     wait_for(lambda: workers.log(process).count("Reloading on code changes") == 2, timeout=60)
     Job.objects.create(name="reloadapp.added", args=[1])

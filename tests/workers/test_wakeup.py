@@ -3,16 +3,15 @@ without a `database is locked` error."""
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
-import time
 
 import pytest
 from django.db import connection
 
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
+from tests.probes import Line, Probes
 from tests.testapp.jobs import noop
 from tests.testapp.models import Execution
 
@@ -22,19 +21,20 @@ pytestmark = pytest.mark.workers
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
-def test_notify_wakes_an_idle_worker_within_100ms(workers):
-    # A 10 s poll interval: only NOTIFY can explain a quick start.
+def test_notify_wakes_an_idle_worker(workers, probes: Probes):
+    # A 10 s poll interval: a worker that missed the notification would wake by its timeout.
     workers.start("-n", "1", env={"SQLQUEUE_TEST_POLL": "10"})
-    wait_for(lambda: Worker.objects.exists(), timeout=30)
-    time.sleep(1)  # the worker is idle, blocked on its LISTEN socket
-    latencies = []
+    worker = wait_for(lambda: Worker.objects.first(), timeout=30)
+    since: int | Line = 0
     for _ in range(5):
+        # The worker is idle, blocked on its LISTEN socket.
+        probes.wait("worker-idle", after=since, pid=worker.pid, waiter="listen")
+        enqueued = probes.mark()
         job = noop.enqueue()
-        wait_for(lambda job=job: Job.objects.get(pk=job.pk).status == Status.COMPLETED, 10, 0.01)
-        job.refresh_from_db()
-        latencies.append((job.started_at - job.created_at).total_seconds())
-        time.sleep(0.3)
-    assert statistics.median(latencies) < 0.1, latencies
+        woke = probes.wait("worker-woke", after=enqueued, pid=worker.pid)
+        assert woke["reason"] == "notify", woke
+        wait_for(lambda job=job: Job.objects.get(pk=job.pk).status == Status.COMPLETED, 30)
+        since = woke
 
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite write-lock contention")
