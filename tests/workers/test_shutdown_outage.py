@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -76,11 +75,18 @@ def test_a_hung_handler_costs_its_process_even_during_an_outage(workers):
         lambda: Execution.objects.filter(job_id=job.pk, label="deaf-start").first(), 30
     )
     with tables_away():
-        time.sleep(8)  # timeout 1 s + hard-stop grace 5 s, and a heartbeat
+        # The hard stop (timeout 1 s + its grace), its failed record, and the supervisor
+        # seeing the worker end and failing to recover its job: all during the outage.
+        wait_for(
+            lambda: (
+                "was replaced because a handler ignored its timeout" in workers.log(supervisor)
+                and "Could not recover jobs of" in workers.log(supervisor)
+            ),
+            timeout=60,
+        )
     wait_for(lambda: Job.objects.get(pk=job.pk).status == Status.DEAD, timeout=30)
     log = workers.log(supervisor)
     assert "ignored its timeout" in log, log
     assert "could not record its timeout" in log, log
-    assert "was replaced because a handler ignored its timeout" in log, log
     wait_for(lambda: Worker.objects.exclude(pid=started.worker_pid).exists(), timeout=30)
     assert supervisor.poll() is None

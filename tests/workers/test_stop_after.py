@@ -3,12 +3,11 @@ exits 0 once the last of them has finished."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
+from tests.probes import Probes
 from tests.stopping import with_stack_dumps
 from tests.testapp.jobs import hard_exit, record, sleep
 from tests.testapp.models import Execution
@@ -42,18 +41,28 @@ def completed_ids() -> set[int]:
     return set(Job.objects.filter(status=Status.COMPLETED).values_list("pk", flat=True))
 
 
-def test_without_burst_it_waits_for_jobs_until_n_have_run(workers):
+def test_without_burst_it_waits_for_jobs_until_n_have_run(workers, probes: Probes):
     record.enqueue(label="first")
     supervisor = workers.start("-n", "2", "--stop-after", "3", env=with_stack_dumps({}))
     wait_for(lambda: Execution.objects.count() == 1, timeout=30)
-    time.sleep(0.5)
-    assert supervisor.poll() is None  # one job run of three: it waits for more
+    # One job run of three: it waits for more. Both workers wait for work, and the
+    # supervisor goes round its loop (its scheduler's runs) three times with them idle.
+    ran = probes.mark()
+    wait_for(lambda: Worker.objects.count() == 2, timeout=30)
+    pids = set(Worker.objects.values_list("pid", flat=True))
+    for pid in pids:
+        probes.wait("worker-idle", after=ran, pid=pid)
+    idle = probes.mark()
+    probes.wait("scheduler-tick", after=idle, pid=supervisor.pid, count=3)
+    assert supervisor.poll() is None
+    assert set(Worker.objects.values_list("pid", flat=True)) == pids
 
     record.enqueue(label="second")
     later = record.enqueue_many([{"label": "third"}, {"label": "fourth"}])
-    began = time.monotonic()
-    assert workers.wait(supervisor, timeout=30) == 0, workers.log(supervisor)
-    assert time.monotonic() - began < 5  # idle workers were stopped, not left to poll
+    # Idle workers are stopped once all three jobs have started, not left to poll: the
+    # supervisor exits (a worker left to poll would keep it waiting for good).
+    assert workers.wait(supervisor, timeout=60) == 0, workers.log(supervisor)
+    assert "3 jobs run (--stop-after); stopping" in workers.log(supervisor)
     assert Execution.objects.count() == 3
     assert Job.objects.filter(status=Status.PENDING).count() == 1
     assert Job.objects.filter(pk__in=[job.pk for job in later], status=Status.PENDING).exists()
