@@ -98,7 +98,7 @@ def test_zombie_worker_cannot_overwrite_the_new_owner(workers):
     """A worker frozen (SIGSTOP) past its lease loses the job; when it wakes and finishes,
     its late result is discarded (fencing) and the new owner's outcome stands."""
     job = sleep.enqueue(1, label="z")
-    workers.start("-n", "2")
+    supervisor = workers.start("-n", "2")
     zombie = wait_for(lambda: _started(job, "z"), timeout=30)
     os.kill(zombie.worker_pid, signal.SIGSTOP)
     try:
@@ -116,7 +116,15 @@ def test_zombie_worker_cannot_overwrite_the_new_owner(workers):
         ).exists(),
         timeout=30,
     )
-    time.sleep(1)
+    # ... and is refused: its result is not written.
+    refused = f"Job {job.pk} tests.sleep attempt 1/"
+    wait_for(
+        lambda: any(
+            refused in line and "but its lease was lost; its result was discarded" in line
+            for line in workers.log(supervisor).splitlines()
+        ),
+        timeout=30,
+    )
     job.refresh_from_db()
     assert job.status == Status.COMPLETED
     assert [h["outcome"] for h in job.history] == ["lost", "completed"]

@@ -48,6 +48,14 @@ def kill_a_busy_worker(exclude: set[int]) -> int | None:
     return None
 
 
+def time_to_kill(total: int, executions: int, killed: set[int]) -> bool:
+    """The moment for the next kill: `executions` recorded and a worker not yet killed is up
+    (or every job finished: no kill left to make)."""
+    return all_finished(total) or (
+        Execution.objects.count() >= executions and Worker.objects.exclude(pid__in=killed).exists()
+    )
+
+
 def test_a_killed_worker_reruns_at_most_the_job_it_was_running(workers):
     """The outcome of every finished job is durable before its worker starts the next one:
     however many jobs a worker had finished, a SIGKILL makes at most one of them run again."""
@@ -56,11 +64,11 @@ def test_a_killed_worker_reruns_at_most_the_job_it_was_running(workers):
     workers.start("-n", "2", env={"SQLQUEUE_TEST_HEARTBEAT": "0.5"})
     killed: set[int] = set()
     while not all_finished(total) and len(killed) < 6:
-        time.sleep(0.4)
-        if Execution.objects.count() > 50 * (len(killed) + 1):
-            pid = kill_a_busy_worker(killed)
-            if pid:
-                killed.add(pid)
+        # A kill each time 50 more jobs have run.
+        wait_for(lambda: time_to_kill(total, 50 * (len(killed) + 1) + 1, killed), timeout=120)
+        pid = kill_a_busy_worker(killed)
+        if pid:
+            killed.add(pid)
     wait_for(lambda: all_finished(total), timeout=120)
     runs = Tally(Execution.objects.values_list("job_id", flat=True))
     assert len(runs) == total
@@ -115,7 +123,8 @@ def test_atomic_jobs_count_exactly_once_under_kills(workers):
     workers.start("-n", "2", env={"SQLQUEUE_TEST_HEARTBEAT": "0.5"})
     killed: set[int] = set()
     while not all_finished(total) and len(killed) < 6:
-        time.sleep(0.3)
+        # A kill each time 30 more jobs have counted (an execution commits with its count).
+        wait_for(lambda: time_to_kill(total, 30 * (len(killed) + 1), killed), timeout=180)
         pid = kill_a_busy_worker(killed)
         if pid:
             killed.add(pid)
