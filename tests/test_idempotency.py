@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connections, transaction
 
 from django_sqlqueue import operations
 from django_sqlqueue.models import Job
@@ -189,19 +189,58 @@ except RuntimeError:
     print("rolled back")
 """
 
+# The waiter names its database session in `waiter.enqueuing` just before the enqueue sends
+# its first statement; one of them waits for the holder's row (SQLite: its BEGIN IMMEDIATE).
 WAITER = """
 import json, os, time
 from pathlib import Path
+
+from django.db import connection
 
 from django_sqlqueue import registry
 from django_sqlqueue.models import Job
 
 barrier = Path(os.environ["BARRIER"])
 Job.objects.exists()
-(barrier / "waiter.started").touch()
-job = registry.get("tests.noop").using(idempotency_key=os.environ["KEY"]).enqueue(child="waiter")
+session = {"postgresql": "SELECT pg_backend_pid()", "mysql": "SELECT CONNECTION_ID()"}
+if connection.vendor in session:
+    with connection.cursor() as cursor:
+        cursor.execute(session[connection.vendor])
+        me = cursor.fetchone()[0]
+else:
+    me = os.getpid()  # SQLite waits in this process, in its busy handler
+
+
+def announce(execute, sql, params, many, context):
+    if not (barrier / "waiter.enqueuing").exists():
+        (barrier / "waiter.session").write_text(str(me))
+        (barrier / "waiter.session").rename(barrier / "waiter.enqueuing")  # whole, at once
+    return execute(sql, params, many, context)
+
+
+with connection.execute_wrapper(announce):
+    job = registry.get("tests.noop").using(idempotency_key=os.environ["KEY"]).enqueue(
+        child="waiter"
+    )
 print(json.dumps({"id": job.pk, "deduplicated": job.deduplicated, "enqueued": time.time()}))
 """
+
+
+def blocked(alias: str, session: int) -> bool:
+    """Whether the waiter's session waits for a lock: as the server reports it (PostgreSQL,
+    MySQL), or as a process asleep in SQLite's busy handler."""
+    vendor = connections[alias].vendor
+    if vendor == "sqlite":
+        stat = Path(f"/proc/{session}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] == "S"
+    query = {
+        "postgresql": "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+        "mysql": "SELECT 1 FROM information_schema.INNODB_TRX "
+        "WHERE trx_mysql_thread_id = %s AND trx_state = 'LOCK WAIT'",
+    }[vendor]
+    with connections[alias].cursor() as cursor:
+        cursor.execute(query, [session])
+        return cursor.fetchone() is not None
 
 
 @pytest.mark.django_db(transaction=True)
@@ -213,8 +252,12 @@ def test_waiting_enqueue_stores_its_job_when_the_holder_rolls_back(
     holder = spawn_django(HOLDER, env=env)
     wait_for(tmp_path / "holder.inserted")
     waiter = spawn_django(WAITER, env=env)
-    wait_for(tmp_path / "waiter.started")
-    time.sleep(0.5)  # the waiter is now blocked behind the holder's uncommitted row
+    wait_for(tmp_path / "waiter.enqueuing")
+    session = int((tmp_path / "waiter.enqueuing").read_text())
+    deadline = time.monotonic() + 60
+    while not blocked(alias, session):  # behind the holder's uncommitted row
+        assert time.monotonic() < deadline, "the waiter's enqueue never waited for the holder"
+        time.sleep(0.01)
     rolled_back_at = time.time()
     (tmp_path / "rollback").touch()
 
