@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-import time
 from typing import Any
 
 import pytest
 from django.test import Client
-from django.utils import timezone
 
 from django_sqlqueue.admin.attempt_history import (
     attempts_summary,
@@ -22,8 +18,8 @@ from django_sqlqueue.attempts import AttemptOutcome
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import registry
 from django_sqlqueue.states import Status
+from tests.workers.conftest import WorkerProcesses, wait_for
 
-from ..conftest import REPO_ROOT
 from .helpers import change_url, job_in, operation_url
 
 
@@ -108,41 +104,28 @@ def test_the_job_page_numbers_across_requeues(viewer):
 # numbers do not.
 
 
-def run_burst(child_env: dict[str, str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "django", "runworkers", "--burst"],
-        cwd=REPO_ROOT,
-        env=child_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-
-
-def run_until_dead(child_env: dict[str, str], job: Job, timeout: float = 60) -> Job:
-    """Burst runs until the job is dead, waiting out each retry's backoff (2 s at most)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        run_burst(child_env)
-        job.refresh_from_db()
-        if job.status == Status.DEAD:
-            return job
-        assert time.monotonic() < deadline, f"job still {job.status}"
-        time.sleep(max(0.0, (job.run_at - timezone.now()).total_seconds()) + 0.05)
+def dead(job: Job) -> Job | None:
+    """The job once it is dead: its retries (each after its backoff, 2 s at most) all ran."""
+    job.refresh_from_db()
+    return job if job.status == Status.DEAD else None
 
 
 @pytest.mark.workers
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_requeued_job_run_by_workers_keeps_counting_on_its_page(child_env, admin_user):
+def test_requeued_job_run_by_workers_keeps_counting_on_its_page(child_env, admin_user, tmp_path):
     client = Client()
     client.force_login(admin_user)
     job = registry.get("tests.fail_always").using(max_attempts=2).enqueue()
-    job = run_until_dead(child_env, job)
-    response = client.post(operation_url(job, "requeue"), {"confirmed": "yes"})
-    assert response.status_code == 302
-    job = run_until_dead(child_env, job)
+    workers = WorkerProcesses(child_env, tmp_path)
+    try:
+        workers.start("-n", "1")
+        job = wait_for(lambda: dead(job), timeout=60)
+        response = client.post(operation_url(job, "requeue"), {"confirmed": "yes"})
+        assert response.status_code == 302
+        job = wait_for(lambda: dead(job), timeout=60)
+    finally:
+        workers.cleanup()
     assert [e["attempt"] for e in job.history] == [1, 2, 1, 2]  # as the workers stored them
     assert {e["outcome"] for e in job.history} == {AttemptOutcome.ERROR.value}
     content = client.get(change_url(job)).content.decode()
