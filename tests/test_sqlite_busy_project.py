@@ -36,6 +36,7 @@ BACKLOG = 30_000
 pytestmark = [
     pytest.mark.workers,
     pytest.mark.slow,
+    pytest.mark.timeout(900),  # its own bounds: up to 180 + 300 + 60 s
     pytest.mark.skipif(
         os.environ.get("SQLQUEUE_TEST_DB", "sqlite") != "sqlite",
         reason="a SQLite project by design; it is tested in the SQLite runs",

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+#: Each test runs a pytest of its own, bounded at 300 s.
+pytestmark = pytest.mark.timeout(600)
+
 PROJECT = Path(__file__).resolve().parent / "testing_project"
 
 

@@ -22,10 +22,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SQLQUEUE_TEST_PACKAGING") != "1",
-    reason="builds the distributions: run by scripts/test.sh's package step",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("SQLQUEUE_TEST_PACKAGING") != "1",
+        reason="builds the distributions: run by scripts/test.sh's package step",
+    ),
+    pytest.mark.timeout(1500),  # its own bounds: 600 s to build, 300 s per install
+]
 
 
 def package_files() -> set[str]:

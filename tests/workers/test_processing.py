@@ -33,6 +33,7 @@ from .conftest import wait_for
 pytestmark = pytest.mark.workers
 
 
+@pytest.mark.timeout(600)  # its own bound on the run is 300 s
 def test_many_jobs_each_run_exactly_once(workers):
     jobs = record.enqueue_many([{"label": f"job-{i}"} for i in range(2000)])
 
@@ -264,6 +265,7 @@ def test_log_summarises_successes_and_lists_each_one_at_verbosity_2(workers):
     assert "completed 1, failed 0 in" in verbose
 
 
+@pytest.mark.timeout(600)  # its own bound on the run is 300 s
 def test_supervisor_analyses_the_job_table_after_a_burst(workers):
     if connection.vendor != "postgresql":
         pytest.skip("planner statistics are PostgreSQL's")
