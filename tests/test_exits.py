@@ -196,6 +196,25 @@ class TestTheDoor:
             (Status.RUNNING, "worker-b")
         }
 
+    def test_a_batch_without_entries_tells_its_rows_from_a_release(
+        self, make_job: Any, claim: Claim, alias: str
+    ) -> None:
+        """An unclaim writes no history entry, and a row handed back by another way out of
+        running (here a release, as recovery makes) looks like it but for its entry: the
+        batch must not count that row as its own (MySQL reads rows back to tell)."""
+        for _ in range(3):
+            make_job()
+        claimed = claim("worker-a", limit=3)
+        released = exit_of(
+            RELEASE, Status.PENDING, timezone.now(), outcome=AttemptOutcome.RELEASED, retry=True
+        )
+        assert queue_database(alias).leave_running([claimed[1]], released) == {claimed[1].id}
+        unclaimed = exit_of(UNCLAIM, Status.PENDING, timezone.now())
+        assert queue_database(alias).leave_running(claimed, unclaimed) == {
+            claimed[0].id,
+            claimed[2].id,
+        }
+
     def test_one_exit_is_for_one_lease_owner(self, make_job: Any, claim: Claim, alias: str) -> None:
         make_job(), make_job()
         [a] = claim("worker-a")

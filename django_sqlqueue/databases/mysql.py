@@ -1,7 +1,8 @@
 """MySQL 8 and MariaDB 10.6+: every way the queue's SQL differs on them.
 
 - Claim: a locking read (FOR UPDATE SKIP LOCKED) and an UPDATE by primary key.
-- Exits from running: no UPDATE … RETURNING; a batch locks its rows first to know its own.
+- Exits from running: no UPDATE … RETURNING; row counts, and a read-back when a batch was
+  written in part.
 - Idempotency keys: a named lock serialises the inserts of one key.
 - Waiting: adaptive polling (no notification mechanism).
 """
@@ -10,16 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from typing import Any
 
 from django.core import checks
 from django.db import DatabaseError, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..exits import Exit
+from ..models import Job
 from ..rows import ClaimedJob
-from ..states import Status
 from .base import QueueDatabase, skip_locked_check
 from .claiming import Claimer
 from .exits import ExitWriter, zone_suffix
@@ -71,8 +74,10 @@ class MySQLClaimer(Claimer):
 
 
 class MySQLExitWriter(ExitWriter):
-    """No UPDATE … RETURNING: one job's row count says whether it was written; a batch locks
-    the rows it may write first, in one transaction, so it knows which those are."""
+    """No UPDATE … RETURNING: the row count says whether one job was written, and whether a
+    batch was written whole (the common case: one statement, as on the other databases).
+    Only when some of a batch's rows were fenced out are the rows read back to tell which
+    are this writer's (`written_by`)."""
 
     returning = False
     append_entry = "JSON_ARRAY_APPEND(history, '$', {entry})"
@@ -82,26 +87,32 @@ class MySQLExitWriter(ExitWriter):
         return f"CONCAT(REPLACE(CAST({column} AS CHAR), ' ', 'T'), '{zone_suffix()}')"
 
     def write_chunk(self, jobs: Sequence[ClaimedJob], exit: Exit, in_transaction: bool) -> set[int]:
-        if len(jobs) == 1:
-            return super().write_chunk(jobs, exit, in_transaction)
-        pairs = ", ".join(["(%s, %s)"] * len(jobs))
-        with transaction.atomic(using=self.alias), self.connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id FROM {self.table} WHERE id IN ({', '.join(['%s'] * len(jobs))}) "
-                f"AND status = '{Status.RUNNING.value}' AND lease_owner = %s "
-                f"AND (id, attempts) IN ({pairs}) FOR UPDATE",
-                [
-                    *(job.id for job in jobs),
-                    jobs[0].lease_owner,
-                    *(value for job in jobs for value in (job.id, job.attempts)),
-                ],
-            )
-            ours = {row[0] for row in cursor.fetchall()}
-            if ours:
-                mine = [job for job in jobs if job.id in ours]
-                sql = self.statement(exit.shape, len(mine), in_transaction)
-                self.execute(sql, self.parameters(exit, mine))
-        return ours
+        sql = self.statement(exit.shape, len(jobs), in_transaction)
+        written = self.execute(sql, self.parameters(exit, jobs))
+        if written == len(jobs):
+            return {job.id for job in jobs}
+        if not written:
+            return set()
+        rows = Job.objects.using(self.alias).filter(id__in=[job.id for job in jobs])
+        found = {row[0]: row for row in rows.values_list("id", "status", "lease_owner", "history")}
+        return {job.id for job in jobs if job.id in found and written_by(found[job.id], job, exit)}
+
+
+def written_by(row: tuple[Any, ...], job: ClaimedJob, exit: Exit) -> bool:
+    """Whether `row` (id, status, lease owner, history, read after the write) is what `exit`
+    made of `job`'s claim. With a history entry, the entry names the claim's worker and
+    attempt, which no other writer can; without one (unclaim, park), the row is back to its
+    claim's history, which any other way out of `running` (recovery, a release) would have
+    added to."""
+    _, status, owner, history = row
+    shape = exit.shape
+    if status != shape.status.value or owner != shape.owner_after:
+        return False
+    history = json.loads(history) if isinstance(history, str) else history or []
+    if not shape.entry:
+        return len(history) == len(job.history)
+    last = history[-1] if history else {}
+    return last.get("worker") == job.lease_owner and last.get("attempt") == job.attempts
 
 
 class MySQLDatabase(QueueDatabase):
