@@ -64,6 +64,7 @@ class Heartbeat(threading.Thread):
         on_orphaned: Callable[[], None],
         on_overdue: Callable[[], None],
         on_renewed: Callable[[], None] = lambda: None,
+        queues: Sequence[str] = (),
     ) -> None:
         super().__init__(name=f"sqlqueue-heartbeat-{worker_id}", daemon=True)
         self.worker_id = worker_id
@@ -76,17 +77,30 @@ class Heartbeat(threading.Thread):
         self.on_orphaned = on_orphaned
         self.on_overdue = on_overdue
         self.on_renewed = on_renewed
+        self.queues = queues
         self.parent_pid = os.getppid()
         self.stopped = threading.Event()
 
     def beat(self) -> None:
         renew_leases(self.worker_id, self.held_jobs(), self.lease_seconds, alias=self.alias)
         self.on_renewed()
-        Worker.objects.using(self.alias).filter(id=self.worker_id).update(
-            last_seen_at=timezone.now(),
-            current_job_id=self.current_job(),
-            jobs_done=self.jobs_done(),
+        seen = (
+            Worker.objects.using(self.alias)
+            .filter(id=self.worker_id)
+            .update(
+                last_seen_at=timezone.now(),
+                current_job_id=self.current_job(),
+                jobs_done=self.jobs_done(),
+            )
         )
+        if not seen:
+            # Housekeeping took this live worker for a dead one and removed its row (its
+            # heartbeat starved for three leases: a handler held the GIL, or the process was
+            # stopped): a live worker is back in the workers table at its next beat.
+            logger.warning(
+                "Worker %s: its row was removed as stale; registering again", self.worker_id
+            )
+            insert_worker_row(self.worker_id, self.alias, self.queues)
 
     def run(self) -> None:
         """Beat until stopped. Nothing ends this thread but stop(): a worker whose heartbeat

@@ -163,6 +163,7 @@ class JobWorker(HardStops):
             on_orphaned=self.stopping.set,
             on_overdue=self.stop_if_hung,
             on_renewed=self.leases_renewed,
+            queues=self.options.queues,
         )
         heartbeat.start()
         self.watch.start()
