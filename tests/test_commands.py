@@ -231,3 +231,36 @@ class TestJobStatusRunning:
         documents = run("jobstatus", "--running", "--json").splitlines()
         [row] = json.loads(documents[-1])["running"]
         assert (row["lease_owner"], row["progress"]) == ("w", 5)
+
+
+# `manage.py runworkers` as a process manager starts it: a declaration the system checks refuse
+# (a cron of four fields) stops it, unless --skip-checks says to start anyway.
+RUNWORKERS_FROM_THE_COMMAND_LINE = """
+import os
+from django.core.management import execute_from_command_line
+from django.test.utils import override_settings
+
+bad = {"SCHEDULES": {"typo": {"job": "tests.noop", "cron": "* * * *"}}}
+with override_settings(SQLQUEUE=bad):
+    execute_from_command_line(["manage.py", "runworkers", "--burst", *os.environ["ARGS"].split()])
+print("ran")
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("skip", [False, True], ids=["checks", "skip-checks"])
+def test_runworkers_skip_checks_starts_despite_a_failing_check(
+    spawn_django: Any, skip: bool
+) -> None:
+    child = spawn_django(
+        RUNWORKERS_FROM_THE_COMMAND_LINE, env={"ARGS": "--skip-checks" if skip else ""}
+    )
+    out, err = child.communicate(timeout=120)
+    if skip:
+        assert child.returncode == 0, err
+        assert out.strip().endswith("ran")
+        assert "has 4 fields" in err, "the scheduler still logs the declaration it cannot run"
+    else:
+        assert child.returncode == 1
+        assert "SystemCheckError" in err and "django_sqlqueue.E021" in err
+        assert "ran" not in out

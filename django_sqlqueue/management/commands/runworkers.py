@@ -43,6 +43,12 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
+        # Django adds --skip-checks only to commands whose checks it runs itself.
+        parser.add_argument(
+            "--skip-checks",
+            action="store_true",
+            help="Do not run the system checks before starting (the database may not be up yet).",
+        )
         parser.add_argument(
             "-n", "--workers", type=bounded_int(1000), default=1, help="Worker processes."
         )
