@@ -27,6 +27,7 @@ from ..conf import QueueSettings
 from ..logs import OutcomeLog
 from ..metrics import rollups
 from ..metrics.state import QueueState, read_state
+from .chores import Chores
 from .worker import EXIT_RECYCLE
 
 logger = logging.getLogger("django_sqlqueue")
@@ -80,6 +81,9 @@ class Supervised(Protocol):
     stop_deadline: float | None
     #: pid → child, each with a shared `current_job` value (0 while idle).
     children: dict[int, Any]
+    #: Why the loop itself failed, if it did.
+    failure: str | None
+    chores: Chores
 
 
 class SupervisorTelemetry:
@@ -197,8 +201,13 @@ class SupervisorTelemetry:
         self.wanted = time.monotonic()
         now = time.monotonic()
         supervisor = self.supervisor
+        if supervisor.failure is not None:
+            return False, f"the supervisor's loop failed ({supervisor.failure}); exiting"
         if supervisor.stop_deadline is not None:
             return False, "shutting down"
+        trouble = supervisor.chores.trouble()
+        if trouble is not None:
+            return False, trouble
         stalled = now - self.last_tick
         if stalled > STALL_SECONDS:
             return False, f"the supervisor's loop has not run for {stalled:.0f} s"

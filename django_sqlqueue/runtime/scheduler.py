@@ -19,7 +19,8 @@ import math
 import time
 from datetime import datetime
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, InterfaceError, OperationalError, connections
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ..conf import QueueSettings
@@ -69,6 +70,8 @@ class Scheduler:
                 self.refresh()
             now = now or timezone.now()
             for schedule in self.schedules:
+                if schedule.key in self.broken and not refreshed:
+                    continue  # tried again once per read of the rows, not at every turn
                 due = from_db(schedule.next_run_at)
                 if due is None or due <= now:
                     self.fire(schedule, now)
@@ -118,8 +121,27 @@ class Scheduler:
         )
 
     def refresh(self) -> None:
-        self.schedules = list(Schedule.objects.using(self.alias).filter(enabled=True))
+        enabled = Schedule.objects.using(self.alias).filter(enabled=True)
+        try:
+            self.schedules = list(enabled)
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception:
+            # A row that cannot even be read (a column written by hand that Django cannot
+            # convert): read them one by one and leave out the ones that fail.
+            self.schedules = self.readable(enabled)
         self.next_refresh = time.monotonic() + REFRESH_SECONDS
+
+    def readable(self, enabled: QuerySet[Schedule]) -> list[Schedule]:
+        schedules: list[Schedule] = []
+        for pk, key in enabled.values_list("pk", "key"):
+            try:
+                schedules.extend(enabled.filter(pk=pk))
+            except (OperationalError, InterfaceError):
+                raise
+            except Exception as exc:
+                self.report_broken(Schedule(pk=pk, key=key), f"{type(exc).__name__}: {exc}", exc)
+        return schedules
 
     def fire(self, schedule: Schedule, now: datetime) -> None:
         try:
@@ -130,6 +152,13 @@ class Scheduler:
             jobs = fire(schedule, plan, handler, now, self.alias)
         except (CronError, InvalidJobError) as exc:  # UnknownJobError is an InvalidJobError
             self.report_broken(schedule, str(exc))
+            return
+        except (OperationalError, InterfaceError):
+            raise  # the database, not the row: run() retries the round
+        except Exception as exc:
+            # Whatever else a row edited by hand can hold (a value the job's INSERT refuses,
+            # a type nothing here expected): this schedule is skipped, the others go on.
+            self.report_broken(schedule, f"{type(exc).__name__}: {exc}", exc)
             return
         self.broken.pop(schedule.key, None)
         if jobs is None:
@@ -162,7 +191,10 @@ class Scheduler:
             cron = self.crons[key] = Cron(schedule.cron, schedule.timezone, hash_id=schedule.key)
         return cron
 
-    def report_broken(self, schedule: Schedule, reason: str) -> None:
+    def report_broken(
+        self, schedule: Schedule, reason: str, unexpected: Exception | None = None
+    ) -> None:
+        """Log once why a schedule cannot run (with the traceback of an unexpected error)."""
         if self.broken.get(schedule.key) != reason:
-            logger.error("Schedule %s cannot run: %s", schedule.key, reason)
+            logger.error("Schedule %s cannot run: %s", schedule.key, reason, exc_info=unexpected)
         self.broken[schedule.key] = reason

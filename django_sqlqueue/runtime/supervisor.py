@@ -28,6 +28,7 @@ from ..models import Worker
 from ..registry import registry
 from . import transitions
 from .budget import JobBudget, WorkerBudget
+from .chores import Chores
 from .heartbeat import close_quietly, new_worker_id
 from .lease_keeper import LeaseKeeper
 from .maintenance import Maintenance
@@ -43,6 +44,8 @@ logger = logging.getLogger("django_sqlqueue")
 TICK = 0.2
 #: Seconds a worker gets to hand its job back after the grace period, before SIGKILL.
 INTERRUPT_GRACE = 5.0
+#: Exit status of a supervisor whose loop failed (EX_SOFTWARE: an internal error).
+EXIT_LOOP_FAILED = 70
 
 
 @dataclass
@@ -139,6 +142,10 @@ class Supervisor:
         #: --stop-after: the job starts the workers share (None: run until signalled).
         self.stop_after = stop_after
         self.budget = JobBudget(self.context, stop_after) if stop_after else None
+        #: The chores of the loop, each run guarded (a failure is logged, the loop goes on).
+        self.chores = Chores()
+        #: Why the loop itself failed (then the supervisor stops its workers and exits).
+        self.failure: str | None = None
         #: Rollup, JSON lines, and with --metrics-port the metrics and health endpoint.
         self.telemetry = SupervisorTelemetry(self, self.conf, metrics_address)
 
@@ -192,6 +199,8 @@ class Supervisor:
         self.telemetry.start()
         try:
             return self.supervise()
+        except Exception as exc:
+            return self.abandon(exc)
         finally:
             self.telemetry.close()
 
@@ -205,12 +214,12 @@ class Supervisor:
         # Workers first: they can claim ready jobs while housekeeping recovers expired ones.
         self.spawn_workers(self.size)
         if self.stop_deadline is None:
-            self.schedule()
-            self.maintenance.run()
+            self.chores.run("scheduler", self.schedule)
+            self.chores.run("maintenance", self.maintenance.run)
         while True:
-            self.telemetry.tick()
+            self.chores.run("telemetry", self.telemetry.tick)
             self.reap()
-            self.leases.run(self.children.values())
+            self.chores.run("lease renewal", self.renew_leases)
             if self.stop_deadline is not None:
                 if self.drain():
                     break
@@ -224,14 +233,46 @@ class Supervisor:
                     break
                 else:
                     self.release_idle_workers()
-                self.schedule()
+                self.chores.run("scheduler", self.schedule)
                 if self.maintenance.due:
-                    self.maintenance.run()
+                    self.chores.run("maintenance", self.maintenance.run)
             self.wait_for_children(self.next_wait())
-        self.maintenance.run()  # survives database errors: logs them
+        self.chores.run("maintenance", self.maintenance.run)
         close_all_quietly()
         logger.info("Supervisor stopped")
         return 0
+
+    def abandon(self, error: Exception) -> int:
+        """The loop itself failed (a bug): stop the workers as a shutdown would, and exit
+        non-zero so that the process manager starts a fresh supervisor. Staying up without
+        the loop would leave dead workers unreplaced and schedules unticked."""
+        self.failure = f"{type(error).__name__}: {error}"
+        logger.critical(
+            "The supervisor's loop failed (%s); stopping its workers and exiting with status %d",
+            self.failure,
+            EXIT_LOOP_FAILED,
+            exc_info=error,
+        )
+        children = list(self.children.values())
+        grace_ends = time.monotonic() + self.grace_period
+        for signum, until in ((signal.SIGTERM, grace_ends), (signal.SIGUSR1, None)):
+            for child in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.process.pid, signum)
+            until = until or time.monotonic() + INTERRUPT_GRACE
+            for child in children:
+                child.process.join(max(0.0, until - time.monotonic()))
+        for child in children:
+            if child.process.exitcode is None:
+                child.process.kill()
+                child.process.join()
+            with contextlib.suppress(Exception):  # best effort: leases expire otherwise
+                self.recover_child(child, "its supervisor failed", child.current_job.value)
+        self.children.clear()
+        return EXIT_LOOP_FAILED
+
+    def renew_leases(self) -> None:
+        self.leases.run(self.children.values())
 
     def schedule(self) -> None:
         if self.scheduler is not None:

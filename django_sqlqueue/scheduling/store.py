@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from ..enqueueing.options import EnqueueOptions, JobDefaults, build_job
 from ..enqueueing.store import store
+from ..exceptions import InvalidJobError
 from ..models import Job, Schedule
 from .cron import Cron, CronError
 from .declarations import Declared
@@ -192,6 +193,11 @@ def enqueue(
     alias: str,
 ) -> Job:
     """One job of the schedule, run at `run_at` (its tick), its options over the job's."""
+    if not isinstance(schedule.kwargs, dict):
+        raise InvalidJobError(
+            f"its kwargs must be a JSON object (keyword arguments of {handler.options.name}), "
+            f"not {type(schedule.kwargs).__name__}: {schedule.kwargs!r:.80}"
+        )
     options = EnqueueOptions(
         queue=schedule.queue or None,
         priority=schedule.priority,

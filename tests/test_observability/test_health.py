@@ -14,6 +14,7 @@ from django.db import connections
 
 from django_sqlqueue.conf import get_settings
 from django_sqlqueue.runtime import observing
+from django_sqlqueue.runtime.chores import Chores
 from django_sqlqueue.runtime.observing import SupervisorTelemetry
 
 pytest.importorskip("prometheus_client")
@@ -38,6 +39,8 @@ class FakeSupervisor:
     finished_slots: int = 0
     stop_deadline: float | None = None
     children: dict[int, Any] = field(default_factory=dict)
+    failure: str | None = None
+    chores: Chores = field(default_factory=Chores)
 
 
 @pytest.fixture
@@ -120,6 +123,24 @@ def test_each_verdict(telemetry, monkeypatch):
     telemetry.tick()
     assert healthz(telemetry)[0] == 200
 
+    # A chore that raises: unhealthy, saying which and why, until it works again.
+    def broken() -> None:
+        raise KeyError("next_run_at")
+
+    supervisor.chores.run("scheduler", broken)
+    status, line = healthz(telemetry)
+    assert status == 503 and line.startswith("the supervisor's scheduler fails for "), line
+    assert line.endswith("KeyError: 'next_run_at'"), line
+    supervisor.chores.run("scheduler", lambda: None)
+    assert healthz(telemetry)[0] == 200
+
     # Draining.
     supervisor.stop_deadline = time.monotonic() + 30
     assert healthz(telemetry) == (503, "shutting down")
+
+    # The loop itself failed: the supervisor stops its workers and exits.
+    supervisor.failure = "RuntimeError: boom"
+    assert healthz(telemetry) == (
+        503,
+        "the supervisor's loop failed (RuntimeError: boom); exiting",
+    )
