@@ -19,6 +19,7 @@ from ..databases import queue_database
 from ..models import Worker
 from ..operations import prune_completed
 from . import transitions
+from .liveness import LiveWorkers, live_workers
 from .observing import QueueSampling, RollupKeeping
 from .runner import backoff_for
 
@@ -30,13 +31,19 @@ class Chore(Protocol):
 
 
 class LeaseRecovery:
-    """Fail (as a spent attempt) running jobs whose worker stopped renewing the lease."""
+    """Fail (as a spent attempt) running jobs whose worker stopped renewing the lease, unless
+    that worker is known to be alive (runtime/liveness.py): then it could not write, it did
+    not die, and its lease is renewed as soon as it can write again."""
 
-    def __init__(self, conf: QueueSettings) -> None:
+    def __init__(self, conf: QueueSettings, own_workers: LiveWorkers = dict) -> None:
         self.alias = conf.database
+        self.own_workers = own_workers
 
     def run(self) -> None:
-        counts = transitions.recover_expired_leases(alias=self.alias, backoff_for=backoff_for)
+        alive = live_workers(self.alias, self.own_workers())
+        counts = transitions.recover_expired_leases(
+            alias=self.alias, backoff_for=backoff_for, sparing=alive
+        )
         if any(counts.values()):
             logger.warning("Recovered jobs with expired leases: %s", counts)
 
@@ -81,12 +88,12 @@ class TableStatistics:
 class Maintenance:
     """Runs every chore in turn; a database error ends the round, the next one retries."""
 
-    def __init__(self, conf: QueueSettings) -> None:
+    def __init__(self, conf: QueueSettings, own_workers: LiveWorkers = dict) -> None:
         self.alias = conf.database
         self.interval = max(1.0, conf.lease_seconds / 4)
         self.next_round = 0.0
         self.chores: list[Chore] = [
-            LeaseRecovery(conf),
+            LeaseRecovery(conf, own_workers),
             StaleWorkerRows(conf),
             CompletedJobsPruning(conf),
             TableStatistics(conf),

@@ -134,7 +134,8 @@ class Supervisor:
         self.next_spawn = 0.0
         self.finished_slots = 0
         self.context = _context()
-        self.maintenance = Maintenance(self.conf)
+        #: Housekeeping; its lease recovery spares this supervisor's live workers.
+        self.maintenance = Maintenance(self.conf, self.live_children)
         #: Renews the running jobs of live workers whose own heartbeat may be starved.
         self.leases = LeaseKeeper(self.conf)
         #: Enqueues the recurring jobs' ticks (None: --no-scheduler).
@@ -270,6 +271,15 @@ class Supervisor:
                 self.recover_child(child, "its supervisor failed", child.current_job.value)
         self.children.clear()
         return EXIT_LOOP_FAILED
+
+    def live_children(self) -> dict[str, int]:
+        """The workers this supervisor knows are alive, id → pid (a dead one is reaped and
+        recovered at once, so its lease never needs to expire)."""
+        return {
+            child.worker_id: child.process.pid
+            for child in self.children.values()
+            if child.process.exitcode is None
+        }
 
     def renew_leases(self) -> None:
         self.leases.run(self.children.values())

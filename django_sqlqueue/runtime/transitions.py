@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -221,10 +221,16 @@ def recover_expired_leases(
     alias: str | None = None,
     now: datetime | None = None,
     backoff_for: BackoffFor | None = None,
+    sparing: Collection[str] = (),
 ) -> dict[str, int]:
+    """Recover the running jobs whose lease expired, except those of the workers in
+    `sparing` (known alive: they could not renew, they did not die)."""
     now = now or timezone.now()
+    expired = Q(lease_expires_at__lt=now)
+    if sparing:
+        expired &= ~Q(lease_owner__in=sorted(sparing))
     return recover(
-        Q(lease_expires_at__lt=now),
+        expired,
         "Worker {worker} stopped renewing its lease (it crashed, was killed or hung); "
         "the attempt is counted as failed.",
         alias=alias,
