@@ -21,9 +21,10 @@ from django.utils import timezone
 from .conf import get_settings
 from .databases import queue_database
 from .models import Job, QueueState
+from .models.flow import PAUSED_BY_LENGTH, REASON_LENGTH
 from .queries import jobs
 from .states import CANCEL, FINISHED, REQUEUE, RUN_NOW, STOP, Status
-from .validation import check_queue
+from .validation import check_note, check_queue
 
 FINISHED_VALUES = tuple(s.value for s in FINISHED)
 
@@ -216,6 +217,8 @@ def pause_queue(name: str, *, by: str = "", reason: str = "", using: str | None 
     """Stop workers claiming from queue `name`; True if it was not paused already."""
     alias = using or get_settings().database
     queue = check_queue(name)
+    by = check_note(by, "by", PAUSED_BY_LENGTH)
+    reason = check_note(reason, "reason", REASON_LENGTH)
     now = timezone.now()
     with transaction.atomic(using=alias):
         state, created = (

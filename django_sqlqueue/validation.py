@@ -74,7 +74,7 @@ def _find_unserializable(value: Any, depth: int = 0) -> tuple[list[str], str] | 
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, str):
-        reason = _string_reason(value)
+        reason = string_reason(value)
         return ([], reason) if reason else None
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
@@ -100,7 +100,7 @@ def _find_unserializable(value: Any, depth: int = 0) -> tuple[list[str], str] | 
         for key, item in value.items():
             if not isinstance(key, str):
                 return [], f"a dict key of type {_describe(key)} (JSON keys must be str)"
-            reason = _string_reason(key)
+            reason = string_reason(key)
             if reason:
                 return [f" key {key!r}"], reason
             found = _find_unserializable(item, depth + 1)
@@ -114,7 +114,7 @@ def _find_unserializable(value: Any, depth: int = 0) -> tuple[list[str], str] | 
     return [], f"type {_describe(value)}, which is not JSON" + (f"; {hint}" if hint else "")
 
 
-def _string_reason(value: str) -> str | None:
+def string_reason(value: str) -> str | None:
     if "\x00" in value:
         return "a string containing a NUL character, which PostgreSQL cannot store"
     if not value.isascii():
@@ -126,7 +126,7 @@ def _string_reason(value: str) -> str | None:
 
 
 def _string_problem(value: str, path: str) -> tuple[str, str] | None:
-    reason = _string_reason(value)
+    reason = string_reason(value)
     return (path, reason) if reason else None
 
 
@@ -189,6 +189,19 @@ def check_name(name: Any, what: str = "Job name", limit: int = MAX_NAME_LENGTH) 
     if problem:
         raise InvalidJobError(f"{what} cannot be stored: {problem[1]}.")
     return name
+
+
+def check_note(value: Any, what: str, limit: int) -> str:
+    """Free text an operator attaches (who paused a queue, and why): str, storable, short
+    enough for its column. ValueError says which and how long it may be."""
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, got {_describe(value)}.")
+    if len(value) > limit:
+        raise ValueError(f"{what} is {len(value)} characters long; the limit is {limit}.")
+    reason = string_reason(value)
+    if reason:
+        raise ValueError(f"{what} cannot be stored: {reason}.")
+    return value
 
 
 def check_queue(queue: Any) -> str:

@@ -127,14 +127,14 @@ class TestArguments:
     def test_the_path_walks_down_lists_and_dicts_in_order(self, refused: Any) -> None:
         info = refused(lambda: noop.enqueue(payload={"a": [1, {"b": [None, float("nan")]}]}))
         assert str(info.value) == (
-            "Job argument payload['a'][1]['b'][1] cannot be stored: "
+            "Job 'tests.noop': argument payload['a'][1]['b'][1] cannot be stored: "
             "nan, which JSON cannot represent."
         )
 
     def test_a_bad_dict_key_is_named_after_its_dict(self, refused: Any) -> None:
         info = refused(lambda: noop.enqueue([{"x": {"bad\x00key": 1}}]))
         assert str(info.value) == (
-            "Job argument args[0][0]['x'] key 'bad\\x00key' cannot be stored: "
+            "Job 'tests.noop': argument args[0][0]['x'] key 'bad\\x00key' cannot be stored: "
             "a string containing a NUL character, which PostgreSQL cannot store."
         )
 

@@ -12,8 +12,8 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
 from ..conf import get_settings
-from ..exceptions import InvalidJobError
 from ..metrics.queues import QueueRow, queue_rows
+from ..models.flow import PAUSED_BY_LENGTH, REASON_LENGTH
 from ..operations import pause_queue, resume_queue
 from ..states import Status
 
@@ -57,13 +57,14 @@ class QueueStateAdmin(admin.ModelAdmin):
         try:
             if action == "pause":
                 user = request.user.get_username() if request.user.is_authenticated else ""
-                reason = request.POST.get("reason", "").strip()[:255]
-                pause_queue(queue, by=f"{user} (admin)", reason=reason, using=alias)
+                reason = request.POST.get("reason", "").strip()[:REASON_LENGTH]
+                by = f"{user[: PAUSED_BY_LENGTH - len(' (admin)')]} (admin)"
+                pause_queue(queue, by=by, reason=reason, using=alias)
                 self.message_user(request, _("Paused queue %(queue)s.") % {"queue": queue})
             elif action == "resume":
                 resume_queue(queue, using=alias)
                 self.message_user(request, _("Resumed queue %(queue)s.") % {"queue": queue})
-        except InvalidJobError as exc:
+        except ValueError as exc:  # InvalidJobError too: a bad name, a NUL in the reason
             self.message_user(request, str(exc), messages.ERROR)
 
 

@@ -58,7 +58,27 @@ def build_job(
     conf: QueueSettings | None = None,
     now: datetime | None = None,
 ) -> NewJob:
-    """A validated job, not yet stored; raises InvalidJobError on any bad input."""
+    """A validated job, not yet stored; raises InvalidJobError on any bad input, naming the
+    job (a project enqueues many: the message must say which)."""
+    try:
+        return _build_job(handler, args, kwargs, options, conf=conf, now=now)
+    except InvalidJobError as exc:
+        name, message = handler.options.name, str(exc)
+        if repr(name) in message:
+            raise
+        message = message.removeprefix("Job ")  # "Job argument x …": "Job 'name': argument x …"
+        raise InvalidJobError(f"Job {name!r}: {message[:1].lower()}{message[1:]}") from None
+
+
+def _build_job(
+    handler: JobDefaults,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    options: EnqueueOptions,
+    *,
+    conf: QueueSettings | None,
+    now: datetime | None,
+) -> NewJob:
     conf = conf or get_settings()
     declared = handler.options
     check_arguments(args, kwargs, conf.max_arguments_bytes)

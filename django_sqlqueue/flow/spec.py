@@ -15,6 +15,7 @@ from typing import Any
 
 from ..exceptions import InvalidJobError
 from ..options import JobOptions
+from ..validation import string_reason
 
 #: Longest concurrency key stored (the column's length).
 MAX_CONCURRENCY_KEY = 200
@@ -59,28 +60,55 @@ class FlowSpec:
         if template is None:
             return self.name
         if callable(template):
-            value = template(*args, **kwargs)
-            if not isinstance(value, str) or not value:
-                raise InvalidJobError(
-                    f"Job {self.name!r}: concurrency_key returned {value!r}; it must return a "
-                    "non-empty string."
-                )
+            value = self._called_key(template, args, kwargs)
         else:
-            named = self.named_arguments(args, kwargs)
-            try:
-                value = template.format_map(named)
-            except (KeyError, IndexError) as exc:
-                raise InvalidJobError(
-                    f"Job {self.name!r}: concurrency_key {template!r} needs the argument "
-                    f"{exc.args[0]!r}, which this enqueue did not pass; pass it, or change "
-                    "the key."
-                ) from None
+            value = self._formatted_key(template, self.named_arguments(args, kwargs))
         if len(value) > MAX_CONCURRENCY_KEY:
             raise InvalidJobError(
                 f"Job {self.name!r}: concurrency key {value[:40]!r}… is longer than "
                 f"{MAX_CONCURRENCY_KEY} characters; use shorter arguments in concurrency_key."
             )
+        reason = string_reason(value)
+        if reason:
+            raise InvalidJobError(
+                f"Job {self.name!r}: concurrency key {value[:40]!r} cannot be stored: {reason}; "
+                "leave that character out of the arguments concurrency_key uses."
+            )
         return value
+
+    def _called_key(
+        self, template: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> str:
+        try:
+            value = template(*args, **kwargs)
+        except Exception as exc:
+            raise InvalidJobError(
+                f"Job {self.name!r}: concurrency_key raised {type(exc).__name__}: {exc}; "
+                "it must return a string for any arguments the job is enqueued with."
+            ) from exc
+        if not isinstance(value, str) or not value:
+            raise InvalidJobError(
+                f"Job {self.name!r}: concurrency_key returned {value!r}; it must return a "
+                "non-empty string."
+            )
+        return value
+
+    def _formatted_key(self, template: str, named: dict[str, Any]) -> str:
+        missing = [field for field in template_fields(template) if field not in named]
+        if missing:
+            raise InvalidJobError(
+                f"Job {self.name!r}: concurrency_key {template!r} needs the argument "
+                f"{missing[0]!r}, which this enqueue did not pass; pass it, or change the key."
+            )
+        try:
+            return template.format_map(named)
+        except Exception as exc:  # a format spec or an index the value does not fit
+            shown = {field: named[field] for field in template_fields(template)}
+            raise InvalidJobError(
+                f"Job {self.name!r}: concurrency_key {template!r} cannot be filled in with "
+                f"{shown!r:.200}: {type(exc).__name__}: {exc}; pass arguments of the type "
+                "the key expects, or change the key."
+            ) from None
 
 
 class GatedJobs:
@@ -142,15 +170,23 @@ def _parameter_names(signature: inspect.Signature | None) -> set[str] | None:
     return {p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL}
 
 
+def template_fields(template: str) -> list[str]:
+    """The argument names a concurrency_key template uses ('{user.id}' uses 'user')."""
+    return [
+        re.split(r"[.\[]", field, maxsplit=1)[0]
+        for _, field, _, _ in string.Formatter().parse(template)
+        if field is not None
+    ]
+
+
 def _check_template(where: str, template: str, parameters: set[str] | None) -> None:
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        fields = template_fields(template)
     except ValueError as exc:
         raise InvalidJobError(
             f"{where}: concurrency_key {template!r} is malformed: {exc}."
         ) from None
-    for field in fields:
-        base = re.split(r"[.\[]", field, maxsplit=1)[0]
+    for base in fields:
         if not base or base.isdigit():
             raise InvalidJobError(
                 f"{where}: concurrency_key {template!r} must name its arguments, such as "

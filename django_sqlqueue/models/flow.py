@@ -22,6 +22,11 @@ class FlowKey(models.Model):
         return self.key
 
 
+#: Longest `by` and `reason` a paused queue keeps (operations.pause_queue refuses longer).
+PAUSED_BY_LENGTH = 150
+REASON_LENGTH = 255
+
+
 class QueueState(models.Model):
     """A queue's switches that staff set at run time: paused or not (docs/flow-control.md).
 
@@ -32,8 +37,10 @@ class QueueState(models.Model):
 
     queue = models.CharField(_("queue"), max_length=100, primary_key=True)
     paused_at = models.DateTimeField(_("paused"), null=True, blank=True)
-    paused_by = models.CharField(_("paused by"), max_length=150, blank=True, default="")
-    reason = models.CharField(_("reason"), max_length=255, blank=True, default="")
+    paused_by = models.CharField(
+        _("paused by"), max_length=PAUSED_BY_LENGTH, blank=True, default=""
+    )
+    reason = models.CharField(_("reason"), max_length=REASON_LENGTH, blank=True, default="")
     updated_at = models.DateTimeField(_("updated"), default=current_time)
 
     class Meta:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -130,6 +130,39 @@ def test_a_callable_concurrency_key(register_job):
     )
     with pytest.raises(InvalidJobError, match=r"'flow\.bad_key': concurrency_key returned None"):
         bad.enqueue(account_id=7)
+
+
+def _raises_key(key: object) -> None:
+    raise LookupError(f"no account {key}")
+
+
+@pytest.mark.parametrize(
+    ("template", "value", "message"),
+    [
+        ("{key:d}", "ten", r"cannot be filled in with \{'key': 'ten'\}: ValueError"),
+        ("{key.id}", {"id": 1}, r"cannot be filled in with .*: AttributeError"),
+        ("{key[0]}", 7, r"cannot be filled in with \{'key': 7\}: TypeError"),
+        ("{key[name]}", {"id": 1}, r"cannot be filled in with .*: KeyError: 'name'"),
+        ("{key}", "a\x00b", "cannot be stored: a string containing a NUL character"),
+        (lambda key: f"acct\x00{key}", 1, "cannot be stored: a string containing a NUL"),
+        (_raises_key, 1, r"concurrency_key raised LookupError: no account 1"),
+    ],
+    ids=["format-spec", "attribute", "index", "nested-key", "nul", "callable-nul", "raises"],
+)
+def test_a_key_the_arguments_cannot_fill_names_the_job_and_stores_nothing(
+    alias, register_job, template, value, message
+):
+    handler = register_job("flow.keyed", lambda key: None, concurrency=1, concurrency_key=template)
+    from tests.testapp.models import Order
+
+    with transaction.atomic(using=alias):
+        Order.objects.using(alias).create(reference="before")
+        with pytest.raises(InvalidJobError, match=message) as caught:
+            handler.enqueue(key=value)
+        assert "'flow.keyed'" in str(caught.value)
+        Order.objects.using(alias).create(reference="after")  # the transaction is usable
+    assert Order.objects.using(alias).count() == 2
+    assert not Job.objects.using(alias).exists()
 
 
 def test_bad_queue_rate_limits_setting():

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connections
+from django.db import connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import django_sqlqueue
+from django_sqlqueue import operations
 from django_sqlqueue.databases import queue_database
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import QueueState
@@ -46,6 +48,54 @@ def test_pause_and_resume_say_whether_they_changed_anything():
 def test_a_bad_queue_name_is_refused():
     with pytest.raises(InvalidJobError, match="comma"):
         django_sqlqueue.pause_queue("a,b")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("note", "message"),
+    [
+        ({"reason": "x" * 300}, "reason is 300 characters long; the limit is 255."),
+        ({"by": "ops\x00bot"}, "by cannot be stored: a string containing a NUL character"),
+        ({"reason": "\ud800"}, "reason cannot be stored: a string that is not valid UTF-8"),
+        ({"by": 7}, "by must be a string, got int."),
+    ],
+)
+def test_a_note_the_column_cannot_hold_is_refused_before_any_write(alias, note, message):
+    from tests.testapp.models import Order
+
+    with transaction.atomic(using=alias):
+        Order.objects.using(alias).create(reference="before")
+        with pytest.raises(ValueError, match=re.escape(message)):
+            operations.pause_queue("mail", using=alias, **note)
+        Order.objects.using(alias).create(reference="after")  # the transaction is usable
+    assert Order.objects.using(alias).count() == 2
+    assert not QueueState.objects.using(alias).exists()
+
+
+def test_the_queues_command_refuses_a_long_reason_with_a_command_error():
+    with pytest.raises(CommandError, match="reason is 256 characters long; the limit is 255"):
+        run("queues", "pause", "mail", "--reason", "r" * 256)
+    assert not QueueState.objects.exists()
+
+
+def test_the_admin_refuses_a_nul_in_the_reason_with_a_message():
+    client = staff_client("queues-nul", "view_queuestate", "change_queuestate")
+    url = "/admin/django_sqlqueue/queuestate/"
+    response = client.post(
+        url, {"queue": "mail", "action": "pause", "reason": "down\x00"}, follow=True
+    )
+    assert response.status_code == 200
+    assert b"reason cannot be stored: a string containing a nul" in response.content.lower()
+    assert not QueueState.objects.exists()
+
+
+def test_a_long_staff_name_still_pauses_from_the_admin():
+    client = staff_client("s" * 150, "view_queuestate", "change_queuestate")
+    url = "/admin/django_sqlqueue/queuestate/"
+    client.post(url, {"queue": "mail", "action": "pause", "reason": "down"})
+    state = QueueState.objects.get(queue="mail")
+    assert state.is_paused and state.paused_by.endswith(" (admin)")
+    assert len(state.paused_by) == 150
 
 
 @pytest.mark.parametrize("named", [True, False])

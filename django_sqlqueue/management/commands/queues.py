@@ -9,7 +9,6 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from ...conf import get_settings
-from ...exceptions import InvalidJobError
 from ...metrics.queues import queue_rows
 from ...operations import pause_queue, resume_queue
 from ..base import QueueCommand
@@ -49,7 +48,7 @@ class Command(QueueCommand):
                     self.stdout.write(
                         f"Resumed queue {name!r}." if changed else f"Queue {name!r} was not paused."
                     )
-            except InvalidJobError as exc:
+            except ValueError as exc:  # InvalidJobError too: a bad name, a reason too long
                 raise CommandError(str(exc)) from exc
 
     def list(self, alias: str, as_json: bool) -> None:
