@@ -17,10 +17,11 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from django.core import checks
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..exits import Exit
+from ..models import Job
 from ..rows import ClaimedJob
 from ..states import CLAIMABLE
 from .claiming import Claimer
@@ -91,6 +92,16 @@ class QueueDatabase:
     def key_lock(self, key: str) -> Iterator[None]:
         """Held around the insert of a job with an idempotency key (see mysql.py)."""
         yield
+
+    #: Look for the holder of a key before inserting a job with it (see mysql.py).
+    reads_key_before_insert: ClassVar[bool] = False
+
+    def key_holder(self, **lookup: object) -> Job | None:
+        """The job that holds a key our insert just met (None: it no longer does). A locking
+        read, which sees the row another transaction just committed even inside a transaction
+        whose snapshot is older."""
+        with transaction.atomic(using=self.alias):
+            return Job.objects.using(self.alias).select_for_update().filter(**lookup).first()
 
     def flow_key_upsert(self) -> str:
         """Insert a FlowKey row, or lock the existing one (parameters: key, starts, now)."""

@@ -18,7 +18,7 @@ from ..databases import QueueDatabase
 from ..databases.flow_keys import lock_key, save_key
 from ..models import Job
 from ..rows import NewJob
-from .keys import locked_first, store_once
+from .keys import store_once
 
 
 def store_unique(database: QueueDatabase, new_job: NewJob) -> Job:
@@ -54,6 +54,6 @@ def _store_active_unique(database: QueueDatabase, new_job: NewJob) -> Job:
         new_job,
         f"unique:{key}",
         # Through the unique index, which holds only the active jobs.
-        lambda alias: locked_first(alias, unique_active=key),
+        {"unique_active": key},
         retry_vanished=True,
     )
