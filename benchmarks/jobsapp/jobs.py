@@ -22,6 +22,12 @@ def bench_limited_job(i: int, key: int, sleep_ms: int = 0) -> None:
     work(i, sleep_ms)
 
 
+@job("bench_rated_slow", rate_limit="5/s")
+def bench_rated_slow_job(i: int, sleep_ms: int = 0) -> None:
+    """The beside scenario's backlog: at most 5 starts in any second."""
+    work(i, sleep_ms)
+
+
 @job("bench_rated", rate_limit="50/s")
 def bench_rated_job(i: int, sleep_ms: int = 0) -> None:
     """The flow scenario's rate-limited job: at most 50 starts in any second."""

@@ -37,6 +37,10 @@ def _drain(jobs: int, workers: int) -> dict[str, Any]:
     return {"jobs": jobs, "workers": workers}
 
 
+def _beside(backlog: str, size: int, **params: Any) -> dict[str, Any]:
+    return {"backlog": backlog, "backlog_jobs": size, **params}
+
+
 def _mixed(
     fast: int, slow: int, order: str, slow_task: str = "own", mode: str = "continuous"
 ) -> dict[str, Any]:
@@ -155,6 +159,21 @@ SCENARIOS: dict[str, Scenario] = {
             ],
             systems="ours",
             metrics=("limit_use", "jobs_per_s", "max_overlap", "max_in_window"),
+        ),
+        Scenario(
+            "beside",
+            "unlimited jobs beside a limited backlog: enqueue -> start (ms)",
+            "p95_ms",
+            full=[
+                _beside(backlog, 300, workers=6, jobs=30, interval_ms=1000)
+                for backlog in ("none", "rate", "concurrency")
+            ],
+            quick=[
+                _beside(backlog, 100, workers=4, jobs=10, interval_ms=500)
+                for backlog in ("none", "rate", "concurrency")
+            ],
+            systems="ours",
+            metrics=("p50_ms", "p95_ms", "max_ms", "not_started", "probe_ms"),
         ),
         Scenario(
             "floor",

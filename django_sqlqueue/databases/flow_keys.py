@@ -5,7 +5,7 @@ holds its row, so deciders on one key take turns on every database and host."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -18,6 +18,8 @@ from ..rows import ClaimedJob
 
 class Parker(Protocol):
     def park(self, worker_id: str, jobs: Sequence[ClaimedJob], run_at: datetime) -> int: ...
+
+    def defer(self, full: Mapping[tuple[str, str], datetime], now: datetime) -> int: ...
 
 
 class QueueDatabase(Protocol):

@@ -62,6 +62,12 @@ class Decision:
     parked: dict[datetime, list[ClaimedJob]] = field(default_factory=lambda: defaultdict(list))
     #: Concurrency key → jobs of it kept.
     keys: dict[str, int] = field(default_factory=dict)
+    #: The limits found full: (column, value) → when they should let a job through. The
+    #: other due jobs behind them are deferred to then (`states.DEFER`).
+    full: dict[tuple[str, str], datetime] = field(default_factory=dict)
+
+    def hold(self, column: str, value: str, until: datetime) -> None:
+        self.full[column, value] = max(until, self.full.get((column, value), until))
 
 
 class FlowGate:
@@ -130,18 +136,21 @@ class FlowGate:
                 limit = spec.concurrency if spec is not None else None
                 # A worker runs its jobs one after another: a second job of a key in its
                 # hands would hold a slot idle that another worker could use.
-                if (
-                    limit is not None
-                    and key is not None
-                    and (running.get(key, 0) >= limit or key in mine)
-                ):
-                    due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
+                if limit is not None and key is not None:
+                    if running.get(key, 0) >= limit:
+                        due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
+                        decision.hold("concurrency_key", key, due)
+                    elif key in mine:  # a slot is free, for another worker: park this one only
+                        due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
                 for name in rate_names(rules, job):
                     rate = rate_of(rules, name)
                     window = starts[name]
                     if len(window) >= rate.limit:
-                        frees = window[-rate.limit] + rate.period
-                        due = max(due, datetime.fromtimestamp(frees, now.tzinfo))
+                        frees = datetime.fromtimestamp(
+                            window[-rate.limit] + rate.period, now.tzinfo
+                        )
+                        due = max(due, frees)
+                        decision.hold(*rate_subject(name), frees)
                 if due > now:
                     decision.parked[due].append(job)
                     continue
@@ -155,6 +164,9 @@ class FlowGate:
             for name, window in starts.items():
                 rows[name].starts = window
                 save_key(database, rows[name], "starts")
+            if decision.full:
+                # Under the keys' locks, so two workers never defer one backlog at once.
+                database.claimer().defer(decision.full, now)
         return decision
 
 
@@ -174,6 +186,12 @@ def rate_names(rules: Rules, job: ClaimedJob) -> list[str]:
     if job.queue in rules.queue_rates:
         names.append(f"rate:queue:{job.queue}")
     return names
+
+
+def rate_subject(name: str) -> tuple[str, str]:
+    """The column and value of the jobs a rate key counts: ("name", job) or ("queue", queue)."""
+    kind, _, subject = name.removeprefix("rate:").partition(":")
+    return ("name" if kind == "job" else "queue"), subject
 
 
 def rate_of(rules: Rules, name: str) -> RateLimit:
