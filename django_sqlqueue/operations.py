@@ -57,7 +57,9 @@ def cancel_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
     cancelled = (
         jobs(alias)
         .filter(id__in=ids, status__in=CANCEL.sources)
-        .update(status=Status.CANCELLED, finished_at=now, updated_at=now)
+        # lease_owner: a job parked by flow control carries the parked mark; a finished
+        # job has no owner.
+        .update(status=Status.CANCELLED, finished_at=now, updated_at=now, lease_owner="")
     )
     stopping = (
         jobs(alias)
