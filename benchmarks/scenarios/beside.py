@@ -20,7 +20,7 @@ from django.db import connections
 
 from .. import markers
 from ..systems import System, Unsupported
-from .latency import percentile
+from .latency import enqueue_steadily, percentile
 
 #: Marker ids of the backlog start here (the plain jobs are 0..jobs).
 BACKLOG = 1_000_000
@@ -48,13 +48,7 @@ def run(system: System, params: dict[str, Any]) -> dict[str, Any]:
         sent[n] = time.time()
         bench_job.enqueue(i=n)
         _wait_for({n}, timeout=120)
-        first = time.monotonic()
-        for i in range(n):
-            pause = first + i * interval - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            sent[i] = time.time()
-            bench_job.enqueue(i=i)
+        sent.update(enqueue_steadily(n, interval, lambda i: bench_job.enqueue(i=i)))
         _wait_for(set(range(n)), timeout=120)
     finally:
         workers.stop()

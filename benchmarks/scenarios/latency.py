@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connections
@@ -22,6 +23,19 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
+def enqueue_steadily(n: int, interval: float, enqueue: Callable[[int], object]) -> dict[int, float]:
+    """Enqueue jobs 0..n-1, one every `interval` seconds; when each was sent (epoch)."""
+    sent: dict[int, float] = {}
+    first = time.monotonic()
+    for i in range(n):
+        pause = first + i * interval - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        sent[i] = time.time()
+        enqueue(i)
+    return sent
+
+
 def run(system: System, params: dict[str, Any]) -> dict[str, Any]:
     n, interval = params["jobs"], params["interval_ms"] / 1000
     markers.clear()
@@ -32,14 +46,7 @@ def run(system: System, params: dict[str, Any]) -> dict[str, Any]:
         system.enqueue_in_transaction(n)
         wait_for_markers(1, timeout=60)
         time.sleep(params["idle_s"])
-        sent: dict[int, float] = {}
-        first = time.monotonic()
-        for i in range(n):
-            pause = first + i * interval - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            sent[i] = time.time()
-            system.enqueue_in_transaction(i)
+        sent = enqueue_steadily(n, interval, system.enqueue_in_transaction)
         wait_for_markers(n + 1, timeout=60)
     finally:
         workers.stop()
