@@ -54,9 +54,9 @@ PARK = Transition("park", (Status.RUNNING,), (Status.PENDING,), fenced=True)
 #: Flow control: a parked job of a concurrency key becomes due now, because a worker that
 #: ran a job of that key freed its slot (its status does not change).
 WAKE = Transition("wake", (Status.PENDING,), ())
-#: Flow control: when the gate finds a limit full, the other due jobs of that limit (its
-#: concurrency key, or the job or queue a rate counts) wait where they are, parked until it
-#: should let one through, so that claims take the jobs behind them (status unchanged).
+#: Flow control: when the gate finds a rate's allowance spent, the other due jobs of that rate
+#: (the job or queue it counts) wait where they are, parked until it frees, so that claims
+#: take the jobs behind them (status unchanged).
 DEFER = Transition("defer", (Status.PENDING,), ())
 #: The `lease_owner` of a parked job, so that WAKE finds parked jobs and never a job that
 #: waits for its own `run_at`.

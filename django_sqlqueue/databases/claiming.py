@@ -171,15 +171,15 @@ class Claimer:
 
     def defer(self, full: Mapping[tuple[str, str], datetime], now: datetime) -> int:
         """`states.DEFER`: the due pending jobs of each limit found full (`column = value`:
-        a concurrency key, a rate-limited job name or queue) are parked where they wait, due
-        again when the limit should let one through, as the claimed job the gate parked. So
+        a rate-limited job name or queue) are parked where they wait, due again when the
+        limit should let one through, as the claimed job the gate parked. So
         the next claims take the jobs behind them instead of claiming and parking a limited
         backlog a batch at a time while unlimited jobs wait (one UPDATE per full limit,
         only when a gate pass parked something)."""
         deferred = 0
         with self.connection.cursor() as cursor:
             for (column, value), until in full.items():
-                assert column in ("concurrency_key", "name", "queue"), column
+                assert column in ("name", "queue"), column
                 cursor.execute(
                     f"UPDATE {self.table} SET run_at = %s, lease_owner = %s "
                     f"WHERE status = '{Status.PENDING.value}' AND {column} = %s "

