@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Protocol
 
 from django.db import DatabaseError
@@ -28,6 +27,7 @@ from django.utils import timezone
 from ..conf import QueueSettings
 from ..databases import queue_database
 from .heartbeat import close_quietly
+from .liveness import stat_fields
 
 logger = logging.getLogger("django_sqlqueue")
 
@@ -42,11 +42,9 @@ class Busy(Protocol):
 
 def cpu_state(pid: int) -> tuple[str, int] | None:
     """The process's state letter and CPU ticks used so far, or None if unknown."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    fields = stat_fields(pid)
+    if fields is None:
         return None
-    fields = text.rsplit(")", 1)[1].split()
     try:
         return fields[0], int(fields[11]) + int(fields[12])
     except (IndexError, ValueError):

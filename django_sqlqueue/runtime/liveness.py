@@ -10,6 +10,7 @@ that process started before the worker registered (so a reused pid does not coun
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from collections.abc import Callable, Mapping
@@ -22,7 +23,9 @@ from ..models import Worker
 START_SLACK = 2.0
 
 
+@functools.cache
 def boot_time() -> float | None:
+    """When this machine booted (epoch seconds, Linux; None elsewhere): read once."""
     try:
         for line in Path("/proc/stat").read_text().splitlines():
             if line.startswith("btime "):
@@ -36,16 +39,19 @@ def process_started(pid: int) -> float | None:
     """When process `pid` started (epoch seconds); None if it is gone, a zombie, stopped
     (SIGSTOP, a debugger: it makes no progress and renews nothing), or unknown."""
     boot = boot_time()
-    if boot is None:
-        return None
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X", "x", "T", "t"):
+    fields = stat_fields(pid)
+    if boot is None or fields is None or fields[0] in ("Z", "X", "x", "T", "t"):
         return None
     return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), None if unknown."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
 
 
 def alive_since(pid: int, registered: datetime) -> bool:
