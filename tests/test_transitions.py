@@ -546,6 +546,37 @@ class TestRecovery:
         assert row(seen).status == Status.RUNNING
         assert row(lost).status == Status.FAILED
 
+    def test_a_live_worker_that_has_not_beaten_since_its_lease_expired_keeps_its_jobs(
+        self, make_job: Any, claim: Claim
+    ) -> None:
+        """A lock, not a crash: its heartbeat could not be written, so nothing is known lost."""
+        unseen = make_job(priority=1)
+        stalled = make_job()
+        claim("no-row-yet", lease_seconds=1)
+        claim("stalled", lease_seconds=1)
+        sparing = {"no-row-yet": None, "stalled": timezone.now()}
+        assert transitions.recover_expired_leases(now=later(2), sparing=sparing) == recovered(
+            failed=0, dead=0
+        )
+        assert row(unseen).status == row(stalled).status == Status.RUNNING
+
+    def test_a_live_worker_that_beat_past_a_lease_without_renewing_it_loses_that_job(
+        self, make_job: Any, claim: Claim
+    ) -> None:
+        """A heartbeat renews every lease its worker holds before it writes `last_seen_at`: a
+        lease older than the last beat is held by nobody (a claim whose reply was lost, a
+        dropped batch), and only recovery brings it back."""
+        held = make_job(priority=1)
+        forgotten = make_job()
+        claim("alive", limit=2, lease_seconds=1)
+        assert transitions.renew_leases("alive", [held.pk], 600) == 1
+        beat = later(1.5)
+        counts = transitions.recover_expired_leases(now=later(2), sparing={"alive": beat})
+        assert counts == recovered(failed=1, dead=0)
+        assert row(held).status == Status.RUNNING
+        assert row(forgotten).status == Status.FAILED
+        assert "alive" in row(forgotten).last_error
+
 
 class TestAdminActions:
     """cancel, requeue and run_now touch only the statuses they are allowed to."""

@@ -82,13 +82,19 @@ class Heartbeat(threading.Thread):
         self.stopped = threading.Event()
 
     def beat(self) -> None:
-        renew_leases(self.worker_id, self.held_jobs(), self.lease_seconds, alias=self.alias)
+        # One instant for both writes, taken before either waits for a lock: every lease
+        # renewed here ends after `last_seen_at`, and lease recovery counts a live worker's
+        # lease that ends before it as one the worker no longer holds.
+        now = timezone.now()
+        renew_leases(
+            self.worker_id, self.held_jobs(), self.lease_seconds, alias=self.alias, now=now
+        )
         self.on_renewed()
         seen = (
             Worker.objects.using(self.alias)
             .filter(id=self.worker_id)
             .update(
-                last_seen_at=timezone.now(),
+                last_seen_at=now,
                 current_job_id=self.current_job(),
                 jobs_done=self.jobs_done(),
             )

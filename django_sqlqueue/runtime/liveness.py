@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 
+from django.db.models import Q
+
 from ..models import Worker
 
 #: Seconds a worker's row may be written before its process started (clock granularity).
@@ -59,18 +61,31 @@ def alive_since(pid: int, registered: datetime) -> bool:
     return started is not None and started <= registered.timestamp() + START_SLACK
 
 
-def live_workers(alias: str, own: Mapping[str, int] | None = None) -> set[str]:
-    """Ids of workers known alive: of `own` (a supervisor's children, id → pid), those not
-    stopped; and the workers of this host whose process is alive and the one that registered
-    (Linux; elsewhere only `own`, taken as alive)."""
+def live_workers(alias: str, own: Mapping[str, int] | None = None) -> dict[str, datetime | None]:
+    """The workers known alive, id → the last heartbeat of theirs on record (None: no row
+    yet, or it was removed as stale). Of `own` (a supervisor's children, id → pid), those
+    not stopped; and the workers of this host whose process is alive and the one that
+    registered (Linux; elsewhere only `own`, taken as alive)."""
     own = own or {}
-    if boot_time() is None:
-        return set(own)
-    alive = {worker_id for worker_id, pid in own.items() if process_started(pid) is not None}
-    rows = Worker.objects.using(alias).filter(hostname=socket.gethostname()[:255])
-    for worker_id, pid, started_at in rows.values_list("id", "pid", "started_at"):
+    host = socket.gethostname()[:255]
+    rows = Worker.objects.using(alias).filter(Q(hostname=host) | Q(id__in=list(own)))
+    seen = {
+        worker_id: (pid, started_at, last_seen_at)
+        for worker_id, pid, started_at, last_seen_at in rows.values_list(
+            "id", "pid", "started_at", "last_seen_at"
+        )
+    }
+    on_linux = boot_time() is not None
+    alive: dict[str, datetime | None] = {}
+    for worker_id, pid in own.items():
+        if not on_linux or process_started(pid) is not None:
+            row = seen.get(worker_id)
+            alive[worker_id] = row[2] if row else None
+    if not on_linux:
+        return alive
+    for worker_id, (pid, started_at, last_seen_at) in seen.items():
         if worker_id not in own and alive_since(pid, started_at):
-            alive.add(worker_id)
+            alive[worker_id] = last_seen_at
     return alive
 
 

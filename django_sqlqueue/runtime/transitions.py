@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -165,7 +165,12 @@ def report_attempt(
 
 
 def renew_leases(
-    worker_id: str, job_ids: Iterable[int], lease_seconds: float, *, alias: str | None = None
+    worker_id: str,
+    job_ids: Iterable[int],
+    lease_seconds: float,
+    *,
+    alias: str | None = None,
+    now: datetime | None = None,
 ) -> int:
     """Push forward the leases of the jobs the worker knows it holds: it is alive.
 
@@ -173,7 +178,7 @@ def renew_leases(
     worker never saw, and those must expire and be recovered, not be renewed forever.
     """
     held = [(job_id, worker_id) for job_id in job_ids]
-    return door(alias).renew_leases(held, lease_seconds, timezone.now()) if held else 0
+    return door(alias).renew_leases(held, lease_seconds, now or timezone.now()) if held else 0
 
 
 def recover(
@@ -221,14 +226,22 @@ def recover_expired_leases(
     alias: str | None = None,
     now: datetime | None = None,
     backoff_for: BackoffFor | None = None,
-    sparing: Collection[str] = (),
+    sparing: Mapping[str, datetime | None] | None = None,
 ) -> dict[str, int]:
     """Recover the running jobs whose lease expired, except those of the workers in
-    `sparing` (known alive: they could not renew, they did not die)."""
+    `sparing` (known alive, id → its last heartbeat: they could not renew, they did not die).
+
+    A live worker's job is spared only while that worker has not beaten since the lease
+    expired: a heartbeat renews every lease the worker holds before it writes `last_seen_at`,
+    so a lease older than the worker's last beat is one it no longer holds (a claim whose
+    reply a cut connection lost, a batch it dropped) and nobody else would ever hand back."""
     now = now or timezone.now()
     expired = Q(lease_expires_at__lt=now)
-    if sparing:
-        expired &= ~Q(lease_owner__in=sorted(sparing))
+    for worker_id, last_seen in sorted((sparing or {}).items()):
+        held = Q(lease_owner=worker_id)
+        if last_seen is not None:
+            held &= Q(lease_expires_at__gte=last_seen)
+        expired &= ~held
     return recover(
         expired,
         "Worker {worker} stopped renewing its lease (it crashed, was killed or hung); "

@@ -261,17 +261,18 @@ class JobWorker(HardStops):
         with self.held_lock:
             if not self.held:
                 return None
-            if time.monotonic() - self.leases_confirmed > self.conf.lease_seconds:
-                logger.warning(
-                    "Worker %s: leases not renewed for over %g s; dropping %d unstarted jobs",
-                    self.worker_id,
-                    self.conf.lease_seconds,
-                    len(self.held),
-                )
-                self.give_back(len(self.held))
-                self.held = []
-                return None
-            return self.held.pop(0)
+            if time.monotonic() - self.leases_confirmed <= self.conf.lease_seconds:
+                return self.held.pop(0)
+            dropped, self.held = self.held, []
+        logger.warning(
+            "Worker %s: leases not renewed for over %g s; handing back %d unstarted jobs",
+            self.worker_id,
+            self.conf.lease_seconds,
+            len(dropped),
+        )
+        self.give_back(len(dropped))
+        self.unclaim_quietly(dropped)
+        return None
 
     def holds_more(self) -> bool:
         return bool(self.held)
@@ -356,13 +357,19 @@ class JobWorker(HardStops):
         if not held:
             return
         self.give_back(len(held))
+        returned = self.unclaim_quietly(held)
+        logger.debug("Worker %s: handed back %d jobs behind a long one", self.worker_id, returned)
+
+    def unclaim_quietly(self, jobs: list[ClaimedJob]) -> int:
+        """Hand back jobs this worker will not start (fenced: those it lost stay with their
+        new owner). When the database cannot be written, lease recovery takes them once
+        this worker's heartbeat runs past their lease without renewing it."""
         try:
-            returned = queue_database(self.alias).claimer().unclaim(self.worker_id, held)
+            return queue_database(self.alias).claimer().unclaim(self.worker_id, jobs)
         except DatabaseError as exc:
             logger.warning("Worker %s: could not hand back jobs (%s)", self.worker_id, exc)
             connections[self.alias].close()
-            return
-        logger.debug("Worker %s: handed back %d jobs behind a long one", self.worker_id, returned)
+            return 0
 
     # The running job -----------------------------------------------------------------------
 

@@ -169,6 +169,34 @@ class TestLoop:
         assert Job.objects.using(alias).get(pk=job.pk).status == Status.COMPLETED
         assert waiter.waits == 1
 
+    def test_a_batch_whose_leases_went_unrenewed_is_handed_back_not_stranded(
+        self, alias: str
+    ) -> None:
+        """A worker that could not confirm its leases for a whole lease drops the jobs it has
+        not started: they go back to pending at once, attempt unspent. Left running under a
+        live worker's name they would wait for recovery, and a `--burst` run would end first."""
+        for n in range(6):
+            add.enqueue(n, 1)
+        worker, claimer = make_worker(alias, burst=True)
+        worker.observe_duration("tests.add", 0.0001)
+        claim = worker.claim
+        stalled: list[list[int]] = []
+
+        def claim_then_stall() -> list[ClaimedJob]:
+            jobs = claim()
+            if not stalled:  # the heartbeat starves for a lease right after the first claim
+                stalled.append([job.id for job in jobs])
+                worker.leases_confirmed -= worker.conf.lease_seconds + 1
+            return jobs
+
+        worker.claim = claim_then_stall  # type: ignore[method-assign]
+        assert worker.work() == 0
+        worker.recorder.flush()
+        assert len(stalled[0]) == 6, "one batch of all six, none started"
+        assert statuses(alias) == {Status.COMPLETED: 6}
+        assert set(Job.objects.using(alias).values_list("attempts", flat=True)) == {1}
+        assert len(claimer.claimed) >= 2, "the dropped batch was claimed again"
+
     def test_idle_worker_waits_and_stops_when_told(self, alias: str) -> None:
         worker, claimer = make_worker(alias)
         assert worker.work() == 0

@@ -56,7 +56,15 @@ def test_workers_survive_their_connections_being_cut(workers):
     assert cuts >= 3
 
     # Rows whose claim reply was lost with a connection come back once their lease expires.
-    wait_for(lambda: Job.objects.filter(status=Status.COMPLETED).count() == total, timeout=120)
+    try:
+        wait_for(lambda: Job.objects.filter(status=Status.COMPLETED).count() == total, timeout=120)
+    except AssertionError:
+        left = Job.objects.exclude(status=Status.COMPLETED)
+        rows = list(left.values("id", "status", "lease_owner", "lease_expires_at", "run_at"))
+        raise AssertionError(
+            f"{len(rows)} of {total} jobs not completed: {rows[:20]}\n"
+            f"supervisor exit: {supervisor.poll()}\n{workers.log(supervisor)[-6000:]}"
+        ) from None
     assert supervisor.poll() is None
     assert not Job.objects.exclude(status=Status.COMPLETED).exists()
     assert Execution.objects.values("job_id").distinct().count() == total

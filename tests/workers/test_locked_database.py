@@ -14,12 +14,12 @@ import sqlite3
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
-from django_sqlqueue.models import Job
+from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
-from tests.testapp.jobs import sleep
+from tests.testapp.jobs import record, sleep
 from tests.testapp.models import Execution
 
 from .conftest import WorkerProcesses, wait_for
@@ -64,3 +64,27 @@ def test_a_transaction_holding_the_write_lock_past_the_leases_runs_no_job_twice(
         label = job.kwargs["label"]
         assert Execution.objects.filter(job_id=job.pk, label=f"{label}-start").count() == 1
     assert "Recovered jobs with expired leases" not in workers.log(supervisor)
+
+
+def test_a_job_its_live_worker_does_not_know_it_holds_comes_back(
+    workers: WorkerProcesses,
+) -> None:
+    """Sparing a live worker must not strand what it does not hold. A claim whose reply a
+    cut connection lost leaves rows in `running` under a live worker's name that it never
+    renews: once its heartbeat runs past their lease, they are recovered and run (on every
+    database: the worker is alive throughout)."""
+    supervisor = workers.start("-n", "1")
+    worker_id = wait_for(lambda: Worker.objects.values_list("id", flat=True).first(), 30)
+    with transaction.atomic():  # the worker never sees the job pending
+        job = record.enqueue(label="lost-claim")
+        # What the lost claim committed: the row is the live worker's, unknown to it.
+        Job.objects.filter(pk=job.pk).update(
+            status=Status.RUNNING,
+            lease_owner=worker_id,
+            lease_expires_at=timezone.now() + timedelta(seconds=1),
+            attempts=1,
+        )
+    wait_for(lambda: Job.objects.get(pk=job.pk).status == Status.COMPLETED, 60)
+    assert supervisor.poll() is None
+    assert Execution.objects.filter(job_id=job.pk).count() == 1
+    assert "Recovered jobs with expired leases" in workers.log(supervisor)
