@@ -81,6 +81,20 @@ class Claimer:
         self.freed = admitted.keys
         return admitted.jobs
 
+    def admit_start(self, worker_id: str, job: ClaimedJob) -> bool:
+        """Whether a claimed job may start now. Only a rate-limited job asks the database
+        (its start is counted then, databases/gate.py); one that no longer fits is parked,
+        due when its rate lets one through."""
+        if self.gate.rules() is None:
+            return True
+        now = timezone.now()
+        due, _ = self.gate.admit_start(self.database, job, now)
+        if due is None:
+            return True
+        self.park(worker_id, [job], due)
+        self.parked_until = max(due, self.parked_until or due)
+        return False
+
     def holds_back(self, queues: Sequence[str] | None = None) -> bool:
         """True while jobs a flow limit held back wait to be due: work is left, only waiting.
 

@@ -1,4 +1,4 @@
-"""The claim's gate for concurrency and rate limits.
+"""The claim's gate for concurrency and rate limits, and the start's gate for rate limits.
 
 A claim takes due jobs as it always does; then, only if some claimed job has a limit (its
 handler declares `concurrency` or `rate_limit`, or its queue is in QUEUE_RATE_LIMITS), one
@@ -7,7 +7,12 @@ deadlock), counts the other running jobs of each concurrency key and the starts 
 key within its period, keeps the jobs that fit in claim order, and parks the rest: back to
 pending, attempt not spent (`states.PARK`), due again when a slot or the allowance should
 free. The decisions on one key take turns, so no two workers can both take its last slot.
-With no limit declared anywhere this module does nothing at all.
+
+A rate limit counts handler starts, not claims: a worker runs its batch one job after
+another, so a job claimed now may start much later. The claim only keeps what the window
+has room for; the start is counted by `admit_start`, just before the handler is called,
+under the key's lock, and a job that no longer fits is parked then. With no limit declared
+anywhere this module does nothing at all.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Count
+from django.utils import timezone
 
 from ..conf import get_settings
 from ..flow.spec import GATED
@@ -28,6 +34,7 @@ from ..options import JobOptions, RateLimit
 from ..rows import ClaimedJob
 from ..states import Status
 from .flow_keys import QueueDatabase, lock_key, save_key
+from .rate_window import RateWindow
 
 #: Seconds a job held back by its concurrency limit waits before a worker looks again, unless
 #: the worker that frees a slot of its key wakes it first (`states.WAKE`, `Claimer.wake`).
@@ -123,11 +130,8 @@ class FlowGate:
                 wanted.update(lock_names(rules, job, keys.get(job.id)))
             rows = {name: lock_key(database, name) for name in sorted(wanted)}
             running = running_counts(self.alias, {k for k in keys.values() if k}, gated)
-            starts = {
-                name: recent_starts(row.starts, now, rate_of(rules, name))
-                for name, row in rows.items()
-                if name.startswith("rate:")
-            }
+            # Read, not written: the starts are counted when the handlers start.
+            windows = rate_windows(rules, rows, now)
             mine: set[str] = set()
             for job in gated:
                 spec = rules.specs.get(job.name)
@@ -146,12 +150,9 @@ class FlowGate:
                 ):
                     due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
                 for name in rate_names(rules, job):
-                    rate = rate_of(rules, name)
-                    window = starts[name]
-                    if len(window) >= rate.limit:
-                        frees = datetime.fromtimestamp(
-                            window[-rate.limit] + rate.period, now.tzinfo
-                        )
+                    window = windows[name]
+                    if not window.free():
+                        frees = datetime.fromtimestamp(window.frees_at(), now.tzinfo)
                         due = max(due, frees)
                         decision.hold(*rate_subject(name), frees)
                 if due > now:
@@ -162,15 +163,51 @@ class FlowGate:
                     running[key] = running.get(key, 0) + 1
                     mine.add(key)
                     decision.keys[key] = decision.keys.get(key, 0) + 1
-                for name in rate_names(rules, job):
-                    starts[name].append(now.timestamp())
-            for name, window in starts.items():
-                rows[name].starts = window
-                save_key(database, rows[name], "starts")
+                for name in rate_names(rules, job):  # its room is taken in this claim
+                    windows[name].start(now.timestamp())
             if decision.full:
                 # Under the keys' locks, so two workers never defer one backlog at once.
                 database.claimer().defer(decision.full, now)
         return decision
+
+    def admit_start(
+        self, database: QueueDatabase, job: ClaimedJob, now: datetime
+    ) -> tuple[datetime | None, Decision]:
+        """Count the start of a claimed job under its rate limits, if it has any: None if it
+        may start now (its start is stored), else when it should be due again (the decision
+        says which rates were found full)."""
+        rules = self.rules()
+        names = rate_names(rules, job) if rules is not None else []
+        decision = Decision()
+        if rules is None or not names:
+            return None, decision
+        with transaction.atomic(using=self.alias):
+            rows = {name: lock_key(database, name) for name in sorted(names)}
+            moment = timezone.now()  # after the locks: the start is as late as this or later
+            windows = rate_windows(rules, rows, moment)
+            due: datetime | None = None
+            for name, window in windows.items():
+                if not window.free():
+                    frees = datetime.fromtimestamp(window.frees_at(), now.tzinfo)
+                    due = frees if due is None else max(due, frees)
+                    decision.hold(*rate_subject(name), frees)
+            if due is not None:
+                database.claimer().defer(decision.full, moment)  # as the claim's gate does
+                return due, decision
+            for name, window in windows.items():
+                window.start(moment.timestamp())
+                rows[name].starts = window.stored()
+                save_key(database, rows[name], "starts")
+        return None, decision
+
+
+def rate_windows(rules: Rules, rows: dict[str, Any], now: datetime) -> dict[str, RateWindow]:
+    """The window of each rate key among the locked `rows`."""
+    return {
+        name: RateWindow.load(row.starts, rate_of(rules, name), now.timestamp())
+        for name, row in rows.items()
+        if name.startswith("rate:")
+    }
 
 
 def lock_names(rules: Rules, job: ClaimedJob, key: str | None) -> list[str]:
@@ -204,12 +241,6 @@ def rate_of(rules: Rules, name: str) -> RateLimit:
         assert rate is not None
         return rate
     return rules.queue_rates[subject]
-
-
-def recent_starts(stored: Any, now: datetime, rate: RateLimit) -> list[float]:
-    """The start times (epoch seconds) within the last period, oldest first."""
-    since = now.timestamp() - rate.period
-    return sorted(float(t) for t in (stored or []) if float(t) > since)
 
 
 def concurrency_keys(alias: str, ids: Sequence[int]) -> dict[int, str | None]:

@@ -200,7 +200,8 @@ class JobWorker(HardStops):
             self.attempts.batch_started()
             try:
                 while (job := self.next_held()) is not None:
-                    self.attempts.run(job)
+                    if self.may_start(job):
+                        self.attempts.run(job)
             finally:
                 self.watch.batch_finished()
             self.recorder.flush()
@@ -273,6 +274,26 @@ class JobWorker(HardStops):
         self.give_back(len(dropped))
         self.unclaim_quietly(dropped)
         return None
+
+    def may_start(self, job: ClaimedJob) -> bool:
+        """Ask the flow gate whether `job` may start now (a rate limit counts starts); a job
+        that may not is parked by it. If the database cannot answer, the job is handed back."""
+        try:
+            if self.claimer.admit_start(self.worker_id, job):
+                return True
+            self.give_back(1)
+            return False
+        except DatabaseError as exc:
+            logger.warning(
+                "Worker %s: could not count job %s's start (%s); handing it back",
+                self.worker_id,
+                job.id,
+                exc,
+            )
+            reset_connection(connections[self.alias])
+            self.give_back(1)
+            self.unclaim_quietly([job])
+            return False
 
     def holds_more(self) -> bool:
         return bool(self.held)

@@ -60,7 +60,7 @@ def test_a_crashed_workers_slot_frees_when_its_job_leaves_running(claim):
     assert [job.id for job in claim("w2", limit=10)] == [jobs[2].pk]
 
 
-def test_rate_limit_takes_the_allowance_and_parks_until_it_frees(claim):
+def test_rate_limit_takes_the_allowance_and_parks_until_it_frees(claim, claimer):
     jobs = [rated.enqueue(label=str(i)) for i in range(8)]
     now = timezone.now()
     claimed = claim("w1", limit=10, now=now)
@@ -68,9 +68,30 @@ def test_rate_limit_takes_the_allowance_and_parks_until_it_frees(claim):
     parked = Job.objects.get(pk=jobs[5].pk)
     assert parked.status == Status.PENDING and parked.attempts == 0
     assert now + timedelta(seconds=0.9) <= parked.run_at <= now + timedelta(seconds=1.1)
-    assert claim("w2", limit=10, now=now + timedelta(seconds=0.5)) == []
-    later = claim("w2", limit=10, now=now + timedelta(seconds=1.05))
+    # The starts are counted as the handlers start, not at the claim.
+    assert all(claimer.admit_start("w1", job) for job in claimed)
+    assert claim("w2", limit=10, now=timezone.now() + timedelta(seconds=0.5)) == []
+    later = claim("w2", limit=10, now=timezone.now() + timedelta(seconds=1.2))
     assert [job.id for job in later] == [job.pk for job in jobs[5:8]]
+
+
+def test_a_claimed_job_the_rate_has_no_room_for_at_its_start_is_parked(claim, alias):
+    """Two workers claim while the window is empty: each keeps the allowance, and the starts
+    decide. Counted at the claim, a worker's batch that starts late ran over the limit."""
+    jobs = [rated.enqueue(label=str(i)) for i in range(8)]
+    first, second = (queue_database(alias).claimer() for _ in range(2))
+    mine = first.claim("w1", None, 4, 60, timezone.now())
+    theirs = second.claim("w2", None, 4, 60, timezone.now())
+    assert len(mine) == len(theirs) == 4, "neither claim counted a start"
+    started = [job for job in mine if first.admit_start("w1", job)]
+    started += [job for job in theirs if second.admit_start("w2", job)]
+    assert len(started) == 5
+    refused = {job.id for job in [*mine, *theirs]} - {job.id for job in started}
+    for row in Job.objects.filter(pk__in=refused):
+        assert row.status == Status.PENDING and row.attempts == 0, "parked, attempt unspent"
+        assert row.run_at > timezone.now() + timedelta(seconds=0.5)
+    assert second.parked_until is not None, "a --burst worker knows it parked work"
+    assert {job.id for job in started} | refused == {job.pk for job in jobs}
 
 
 def test_queue_rate_limits_from_settings(claim):

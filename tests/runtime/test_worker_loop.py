@@ -66,6 +66,9 @@ class RecordingClaimer(Claimer):
     def holds_back(self, queues: Sequence[str] | None = None) -> bool:
         return self.real.holds_back(queues)
 
+    def admit_start(self, worker_id: str, job: ClaimedJob) -> bool:
+        return self.real.admit_start(worker_id, job)
+
 
 class CountingWaiter(Waiter):
     """Waits not at all; stops the worker after `limit` idle waits. `on_wait` stands for

@@ -271,3 +271,10 @@ def limited(context, account, seconds=0.3):
 @job("tests.rated", takes_context=True, rate_limit="5/s")
 def rated(context, label="rated"):
     _record(context, label)
+
+
+@job("tests.rated_slow", takes_context=True, rate_limit="5/s")
+def rated_slow(context, label="rated-slow", seconds=0.9):
+    """Records its start as its handler begins, then works: a rate counts handler starts."""
+    _record(context, label)
+    time.sleep(seconds)

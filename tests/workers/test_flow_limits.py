@@ -11,7 +11,7 @@ import pytest
 
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
-from tests.testapp.jobs import limited, rated, record
+from tests.testapp.jobs import limited, rated, rated_slow, record
 from tests.testapp.models import Execution
 
 from .conftest import wait_for
@@ -80,6 +80,20 @@ def test_rate_limits_per_job_and_per_queue(workers):
     span = (max(job_starts) - min(job_starts)).total_seconds()
     assert span >= 2.9, span
     assert set(Job.objects.filter(pk__in=jobs + queued).values_list("attempts", flat=True)) == {1}
+
+
+def test_a_rate_limit_holds_at_the_handlers_start_across_supervisors(workers):
+    """At most 5 handler starts in any second, measured inside the handlers. Counted at the
+    claim, two supervisors running 0.9 s jobs reached 8: a batch claimed at once started
+    one job after another, long after its starts were counted."""
+    jobs = [rated_slow.enqueue(label="slow", seconds=0.9).pk for _ in range(20)]
+    for _ in range(2):
+        workers.start("-n", "3")
+    wait_for(lambda: all_done(jobs), timeout=90)
+    starts = list(Execution.objects.filter(label="slow").values_list("created_at", flat=True))
+    assert len(starts) == 20
+    assert most_in_window(starts, timedelta(seconds=1)) <= 5, sorted(starts)
+    assert set(Job.objects.filter(pk__in=jobs).values_list("attempts", flat=True)) == {1}
 
 
 def test_a_burst_run_waits_for_the_jobs_its_limits_held_back(workers):
