@@ -604,6 +604,10 @@ main() {
     if contains postgres "${wanted_dbs[@]}" && [ "$CONFORMANCE_ONLY" != 1 ]; then
         step "install pgbouncer" bash scripts/install_pgbouncer.sh
     fi
+    # The clock tests run a supervisor under libfaketime (in CI they fail without it).
+    if [ "$CONFORMANCE_ONLY" != 1 ]; then
+        step "install faketime" bash scripts/install_faketime.sh
+    fi
     run_all_pytest "${runs[@]}"
     if [ "$QUICK" != 1 ] && [ "$CONFORMANCE_ONLY" != 1 ] && [ ${#ONLY_STACKS[@]} -eq 0 ]; then
         wagtail_integration
