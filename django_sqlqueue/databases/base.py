@@ -14,11 +14,14 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils import timezone
 
 from ..exits import Exit
 from ..models import Job
@@ -102,6 +105,21 @@ class QueueDatabase:
         whose snapshot is older."""
         with transaction.atomic(using=self.alias):
             return Job.objects.using(self.alias).select_for_update().filter(**lookup).first()
+
+    #: The statement that reads the database server's clock, as a UTC time (None: the
+    #: database has no clock of its own, as SQLite, a file on this host).
+    clock_sql: ClassVar[str | None] = None
+
+    def current_time(self) -> datetime:
+        """The time on the database's clock: the one clock every supervisor of this queue
+        shares, whatever their hosts' clocks say (the scheduler decides ticks on it)."""
+        if self.clock_sql is None:
+            return timezone.now()
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.clock_sql)
+            (value,) = cursor.fetchone()
+        value = value.replace(tzinfo=dt_timezone.utc) if value.tzinfo is None else value
+        return value if settings.USE_TZ else timezone.make_naive(value)
 
     def flow_key_upsert(self) -> str:
         """Insert a FlowKey row, or lock the existing one (parameters: key, starts, now)."""

@@ -119,6 +119,7 @@ class MySQLDatabase(QueueDatabase):
     vendor = "mysql"
     claimer_class = MySQLClaimer
     exit_writer_class = MySQLExitWriter
+    clock_sql = "SELECT UTC_TIMESTAMP(6)"
 
     @contextlib.contextmanager
     def key_lock(self, key: str) -> Iterator[None]:

@@ -308,6 +308,7 @@ class PostgreSQLDatabase(QueueDatabase):
     exit_writer_class = PostgreSQLExitWriter
     inserter_class = PostgreSQLInserter
     waiter_class = ListeningWaiter
+    clock_sql = "SELECT clock_timestamp() AT TIME ZONE 'UTC'"  # now(): the transaction's start
 
     def statistics_keeper(self) -> StatisticsKeeper:
         return AnalyzingKeeper(self.alias)

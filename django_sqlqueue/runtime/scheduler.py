@@ -21,7 +21,6 @@ from datetime import datetime
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from ..conf import QueueSettings
 from ..exceptions import InvalidJobError
@@ -31,7 +30,9 @@ from ..registry import registry
 from ..scheduling.cron import Cron, CronError
 from ..scheduling.declarations import declared_schedules
 from ..scheduling.plan import plan_ticks
+from ..scheduling.specs import MISSED_ALL
 from ..scheduling.store import fire, from_db, sync
+from .scheduler_clock import SchedulerClock
 
 logger = logging.getLogger("django_sqlqueue")
 
@@ -55,6 +56,8 @@ class Scheduler:
         self.broken: dict[str, str] = {}
         #: While the database fails: when to try again (monotonic), 0 when it answers.
         self.retry_at = 0.0
+        #: Ticks are decided on the database's clock, not this host's.
+        self.clock = SchedulerClock(self.alias)
 
     # The supervisor's interface ---------------------------------------------------------
 
@@ -64,17 +67,23 @@ class Scheduler:
             return
         try:
             if not self.synced:
-                self.sync(now)
+                self.sync(now or self.clock.read())
             refreshed = time.monotonic() >= self.next_refresh
             if refreshed:
                 self.refresh()
-            now = now or timezone.now()
+            if now is None:
+                # The database's clock: read with each refresh and before any enqueue.
+                now = self.clock.read() if refreshed else self.clock.estimate()
+                if not refreshed and self.any_due(now):
+                    now = self.clock.read()
+            # Ticks a step forward jumped over did not go by unseen: enqueue each of them.
+            catch_up = self.clock.take_step() > 0
             for schedule in self.schedules:
                 if schedule.key in self.broken and not refreshed:
                     continue  # tried again once per read of the rows, not at every turn
                 due = from_db(schedule.next_run_at)
                 if due is None or due <= now:
-                    self.fire(schedule, now)
+                    self.fire(schedule, now, catch_up)
             probe("scheduler-tick", now=now.timestamp(), refreshed=refreshed)
         except DatabaseError as exc:
             if not self.retry_at:
@@ -91,7 +100,7 @@ class Scheduler:
         """How long the supervisor may sleep before the next tick (inf: none known)."""
         if self.retry_at:
             return max(0.0, self.retry_at - time.monotonic())
-        now = now or timezone.now()
+        now = now or self.clock.estimate()
         due = [from_db(s.next_run_at) for s in self.schedules if s.key not in self.broken]
         if any(d is None for d in due):
             return 0.0
@@ -99,6 +108,13 @@ class Scheduler:
         if not times:
             return math.inf
         return max(0.0, (min(times) - now).total_seconds())
+
+    def any_due(self, now: datetime) -> bool:
+        return any(
+            (due := from_db(s.next_run_at)) is None or due <= now
+            for s in self.schedules
+            if s.key not in self.broken
+        )
 
     # Steps ------------------------------------------------------------------------------
 
@@ -143,12 +159,13 @@ class Scheduler:
                 self.report_broken(Schedule(pk=pk, key=key), f"{type(exc).__name__}: {exc}", exc)
         return schedules
 
-    def fire(self, schedule: Schedule, now: datetime) -> None:
+    def fire(self, schedule: Schedule, now: datetime, catch_up: bool = False) -> None:
+        """Enqueue the schedule's due ticks (`catch_up`: every one, up to the limit of
+        `missed="all"`, whatever its policy: the clock stepped over them)."""
         try:
             handler = registry.get(schedule.job_name)
-            plan = plan_ticks(
-                self.cron_of(schedule), from_db(schedule.next_run_at), now, schedule.missed
-            )
+            missed = MISSED_ALL if catch_up else schedule.missed
+            plan = plan_ticks(self.cron_of(schedule), from_db(schedule.next_run_at), now, missed)
             jobs = fire(schedule, plan, handler, now, self.alias)
         except (CronError, InvalidJobError) as exc:  # UnknownJobError is an InvalidJobError
             self.report_broken(schedule, str(exc))
