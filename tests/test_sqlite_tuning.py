@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 from django.test.utils import override_settings
+
+from django_sqlqueue.databases.sqlite import opens_read_only
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +36,7 @@ def fresh_connection(alias: str, tmp_path: Path) -> Iterator[Any]:
         base = connections[alias]
         path = name if name == ":memory:" else str(tmp_path / name)
         settings_dict = {**base.settings_dict, "NAME": path}
-        wrapper = type(base)(settings_dict, alias=f"{alias}-tuning-probe")
+        wrapper = type(base)(settings_dict, alias=alias)  # the queue's database, elsewhere
         wrapper.ensure_connection()
         opened.append(wrapper)
         return wrapper
@@ -116,7 +118,7 @@ def test_the_projects_own_transaction_mode_wins(
     options = {**base.settings_dict["OPTIONS"], "transaction_mode": chosen}
     name = str(tmp_path / "own.sqlite3")
     settings_dict = {**base.settings_dict, "NAME": name, "OPTIONS": options}
-    wrapper = type(base)(settings_dict, alias=f"{alias}-own-mode")
+    wrapper = type(base)(settings_dict, alias=alias)
     try:
         wrapper.ensure_connection()
         assert wrapper.transaction_mode == chosen
@@ -153,3 +155,53 @@ def test_a_transaction_holds_the_write_lock_before_it_writes(fresh_connection: A
     finally:
         first.connection.execute("ROLLBACK")
     second.connection.execute("INSERT INTO t VALUES (1)")
+
+
+def test_another_sqlite_database_of_the_project_is_left_alone(alias: str, tmp_path: Path) -> None:
+    """The tuning is for the database the workers write to: another alias keeps SQLite's
+    defaults (its transactions, journal and timeout are its owner's choice)."""
+    base = connections[alias]
+    settings_dict = {**base.settings_dict, "NAME": str(tmp_path / "other.sqlite3")}
+    wrapper = type(base)(settings_dict, alias="analytics")
+    try:
+        wrapper.ensure_connection()
+        assert pragma(wrapper, "journal_mode") == "delete"
+        assert pragma(wrapper, "busy_timeout") != 20_000
+        assert wrapper.transaction_mode is None
+    finally:
+        wrapper.close()
+
+
+def test_a_read_only_alias_of_the_queue_file_opens_and_reads(alias: str) -> None:
+    """A review's read-only alias (`mode=ro`) failed its first `atomic()` with "attempt to
+    write a readonly database": the tuning had made its transactions BEGIN IMMEDIATE."""
+    base = connections[alias]
+    base.ensure_connection()
+    name = f"file:{base.settings_dict['NAME']}?mode=ro"
+    options = {**base.settings_dict["OPTIONS"], "uri": True}
+    replica = type(base)({**base.settings_dict, "NAME": name, "OPTIONS": options}, alias="replica")
+    connections["replica"] = replica
+    try:
+        with transaction.atomic(using="replica"), replica.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM django_sqlqueue_job")
+            assert cursor.fetchone()[0] >= 0
+        assert replica.transaction_mode is None
+    finally:
+        replica.close()
+        del connections["replica"]
+
+
+@pytest.mark.parametrize(
+    ("name", "read_only"),
+    [
+        ("db.sqlite3", False),
+        ("file:db.sqlite3", False),
+        ("file:db.sqlite3?mode=rw", False),
+        ("file:db.sqlite3?mode=ro", True),
+        ("file:db.sqlite3?cache=shared&mode=ro", True),
+        ("file:db.sqlite3?immutable=1", True),
+    ],
+)
+def test_which_names_open_read_only(name: str, read_only: bool) -> None:
+    """Even the queue's own alias is left untuned when it opens read-only."""
+    assert opens_read_only(name) is read_only

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from django.core import checks
 from django.db import connections
@@ -108,6 +109,14 @@ def set_transaction_mode(connection: BaseDatabaseWrapper, mode: str | None) -> N
         connection.transaction_mode = mode
 
 
+def opens_read_only(name: str) -> bool:
+    """Whether a SQLite NAME is a URI that opens the file read-only (`mode=ro`, `immutable`)."""
+    if not name.startswith("file:"):
+        return False
+    options = parse_qs(urlsplit(name).query)
+    return "ro" in options.get("mode", []) or "1" in options.get("immutable", [])
+
+
 class SQLiteDatabase(QueueDatabase):
     vendor = "sqlite"
     claimer_class = SQLiteClaimer
@@ -126,6 +135,11 @@ class SQLiteDatabase(QueueDatabase):
         conf = get_settings()
         name = str(connection.settings_dict["NAME"])
         if not conf.sqlite_tune or name in ("", ":memory:") or name.startswith("file:memorydb"):
+            return
+        if connection.alias != conf.database or opens_read_only(name):
+            # Another database of the project is none of the queue's business, and a
+            # read-only one could not take a write lock or set WAL ("attempt to write a
+            # readonly database").
             return
         set_transaction_mode(connection, conf.sqlite_transaction_mode)
         raw = connection.connection
