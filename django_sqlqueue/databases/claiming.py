@@ -6,6 +6,7 @@ claim of the databases that have UPDATE … RETURNING. Vendor modules add their 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +20,9 @@ from ..rows import CLAIM_COLUMNS, ClaimedJob
 from ..states import CLAIMABLE, PARK, PARKED_OWNER, UNCLAIM, Status
 from .gate import FlowGate
 from .paused import PausedQueues
+
+#: Seconds a job checked against its rate reservation may take to reach its handler.
+START_SLACK = 0.01
 
 UNCLAIMED = shape_of(UNCLAIM, Status.PENDING)
 PARKED = shape_of(PARK, Status.PENDING)
@@ -45,6 +49,9 @@ class Claimer:
         self.claimable_sql = "status IN ({})".format(", ".join(f"'{s.value}'" for s in CLAIMABLE))
         self.paused = PausedQueues(alias)
         self.gate = FlowGate(alias)
+        #: Job id → when its rate limits recorded its start (epoch seconds), for the jobs
+        #: this claimer's claims kept and the worker has not started yet.
+        self.reserved: dict[int, float] = {}
         #: The QueueDatabase that made this claimer (the gate locks keys through it).
         self.database: Any = None
 
@@ -71,6 +78,9 @@ class Claimer:
                 excluded = tuple(sorted(paused))
         if self.freed and self.try_wake(self.freed, now):
             self.freed = {}
+        # The last batch is over: a reservation it did not use stays in its window (it holds
+        # its share until the period ends) but is no longer this claimer's to replace.
+        self.reserved.clear()
         jobs = self.claim_ready(worker_id, queues, limit, lease_seconds, now, excluded)
         if not jobs or self.gate.rules() is None:
             return jobs
@@ -79,16 +89,20 @@ class Claimer:
         if admitted.last_due is not None:
             self.parked_until = max(admitted.last_due, self.parked_until or admitted.last_due)
         self.freed = admitted.keys
+        self.reserved.update(admitted.reserved)
         return admitted.jobs
 
     def admit_start(self, worker_id: str, job: ClaimedJob) -> bool:
-        """Whether a claimed job may start now. Only a rate-limited job asks the database
-        (its start is counted then, databases/gate.py); one that no longer fits is parked,
-        due when its rate lets one through."""
+        """Whether a claimed job may start now. A rate-limited job whose claim recorded its
+        start at a time still to come starts at no cost; one that starts later than that is
+        counted again under its rate's lock (databases/gate.py), and parked if it no longer
+        fits, due when its rate lets one through."""
+        reserved = self.reserved.pop(job.id, None)
+        if reserved is not None and time.time() + START_SLACK <= reserved:
+            return True
         if self.gate.rules() is None:
             return True
-        now = timezone.now()
-        due, _ = self.gate.admit_start(self.database, job, now)
+        due = self.gate.admit_start(self.database, job, reserved)
         if due is None:
             return True
         self.park(worker_id, [job], due)

@@ -9,10 +9,12 @@ pending, attempt not spent (`states.PARK`), due again when a slot or the allowan
 free. The decisions on one key take turns, so no two workers can both take its last slot.
 
 A rate limit counts handler starts, not claims: a worker runs its batch one job after
-another, so a job claimed now may start much later. The claim only keeps what the window
-has room for; the start is counted by `admit_start`, just before the handler is called,
-under the key's lock, and a job that no longer fits is parked then. With no limit declared
-anywhere this module does nothing at all.
+another, so a job claimed now may start much later. The claim records each kept job's start
+a little ahead (`rate_window.START_MARGIN`), as a reservation; a job whose handler starts
+before its reservation's time costs nothing more, and one that starts later (behind a long
+job of its batch) is counted again by `admit_start`, just before its handler is called, under
+the key's lock: its reservation is replaced by its real start, or, if the window has no room
+left, it is parked then. With no limit declared anywhere this module does nothing at all.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Admitted:
     jobs: list[ClaimedJob]
     last_due: datetime | None = None
     keys: dict[str, int] = field(default_factory=dict)
+    #: Job id → the time (epoch seconds) its rate limits recorded its start at.
+    reserved: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,6 +76,8 @@ class Decision:
     #: The rates found spent: (column, value) → when they should let a job through. The
     #: other due jobs behind them are deferred to then (`states.DEFER`).
     full: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    #: Job id → the time (epoch seconds) its rate limits recorded its start at.
+    reserved: dict[int, float] = field(default_factory=dict)
 
     def hold(self, column: str, value: str, until: datetime) -> None:
         self.full[column, value] = max(until, self.full.get((column, value), until))
@@ -117,6 +123,7 @@ class FlowGate:
             [job for job in jobs if job.id in kept or job in free],
             max(decision.parked) if decision.parked else None,
             decision.keys,
+            decision.reserved,
         )
 
     def decide(
@@ -130,8 +137,8 @@ class FlowGate:
                 wanted.update(lock_names(rules, job, keys.get(job.id)))
             rows = {name: lock_key(database, name) for name in sorted(wanted)}
             running = running_counts(self.alias, {k for k in keys.values() if k}, gated)
-            # Read, not written: the starts are counted when the handlers start.
             windows = rate_windows(rules, rows, now)
+            moment = timezone.now().timestamp()  # after the locks: no start comes earlier
             mine: set[str] = set()
             for job in gated:
                 spec = rules.specs.get(job.name)
@@ -163,42 +170,51 @@ class FlowGate:
                     running[key] = running.get(key, 0) + 1
                     mine.add(key)
                     decision.keys[key] = decision.keys.get(key, 0) + 1
-                for name in rate_names(rules, job):  # its room is taken in this claim
-                    windows[name].start(now.timestamp())
+                for name in rate_names(rules, job):
+                    decision.reserved[job.id] = windows[name].start(moment)
+            for name, window in windows.items():
+                if window.changed:
+                    rows[name].starts = window.stored()
+                    save_key(database, rows[name], "starts")
             if decision.full:
                 # Under the keys' locks, so two workers never defer one backlog at once.
                 database.claimer().defer(decision.full, now)
         return decision
 
     def admit_start(
-        self, database: QueueDatabase, job: ClaimedJob, now: datetime
-    ) -> tuple[datetime | None, Decision]:
-        """Count the start of a claimed job under its rate limits, if it has any: None if it
-        may start now (its start is stored), else when it should be due again (the decision
-        says which rates were found full)."""
+        self, database: QueueDatabase, job: ClaimedJob, reserved: float | None
+    ) -> datetime | None:
+        """Count again the start of a claimed job under its rate limits (it starts after the
+        time its claim `reserved`, or was claimed without one): None if it may start now (its
+        start replaces the reservation), else when it should be due again (the reservation
+        is given up, and the job is to be parked)."""
         rules = self.rules()
         names = rate_names(rules, job) if rules is not None else []
-        decision = Decision()
         if rules is None or not names:
-            return None, decision
+            return None
+        decision = Decision()
         with transaction.atomic(using=self.alias):
             rows = {name: lock_key(database, name) for name in sorted(names)}
             moment = timezone.now()  # after the locks: the start is as late as this or later
             windows = rate_windows(rules, rows, moment)
             due: datetime | None = None
             for name, window in windows.items():
+                if reserved is not None:
+                    window.forget_start(reserved)
                 if not window.free():
-                    frees = datetime.fromtimestamp(window.frees_at(), now.tzinfo)
+                    frees = datetime.fromtimestamp(window.frees_at(), moment.tzinfo)
                     due = frees if due is None else max(due, frees)
                     decision.hold(*rate_subject(name), frees)
+            if due is None:
+                for window in windows.values():
+                    window.start(moment.timestamp())
+            for name, window in windows.items():
+                if window.changed:
+                    rows[name].starts = window.stored()
+                    save_key(database, rows[name], "starts")
             if due is not None:
                 database.claimer().defer(decision.full, moment)  # as the claim's gate does
-                return due, decision
-            for name, window in windows.items():
-                window.start(moment.timestamp())
-                rows[name].starts = window.stored()
-                save_key(database, rows[name], "starts")
-        return None, decision
+        return due
 
 
 def rate_windows(rules: Rules, rows: dict[str, Any], now: datetime) -> dict[str, RateWindow]:

@@ -7,9 +7,11 @@ bounded, and conservative — a slice counts in full until its end has left the 
 window never lets more than the limit start in any period, and at most one slice's share of
 the allowance (1 %) is left unused.
 
-Starts are stamped `START_MARGIN` seconds after the decision: the handler is called after
-the decision commits, and a stamp no later than the call keeps the limit true measured at the
-handler's start (the margin costs a saturated limit `START_MARGIN / period` of its rate).
+Starts are recorded `START_MARGIN` seconds after the decision, as a reservation: the limit
+holds measured at the handlers' start as long as each recorded time is no earlier than its
+handler's start, so a job whose handler would start later is counted again first
+(`gate.FlowGate.admit_start`). The margin costs a saturated limit `START_MARGIN / period` of
+its rate.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class RateWindow:
     stamps: list[float] = field(default_factory=list)
     #: Sliced: slice index → starts in that slice (a slice is `period / SLICES` seconds).
     slices: dict[int, int] = field(default_factory=dict)
+    #: Whether a start was added or given up since the window was loaded.
+    changed: bool = False
 
     @property
     def sliced(self) -> bool:
@@ -72,9 +76,23 @@ class RateWindow:
             self.stamps.extend([stamp] * count)
             self.stamps.sort()
 
-    def start(self, now: float) -> None:
-        """Count a start decided at `now`."""
-        self.add(now + START_MARGIN)
+    def start(self, now: float) -> float:
+        """Count a start decided at `now`; the time it is recorded at."""
+        stamp = now + START_MARGIN
+        self.add(stamp)
+        self.changed = True
+        return stamp
+
+    def forget_start(self, stamp: float) -> None:
+        """Give up a start recorded at `stamp` (a reservation replaced or not used)."""
+        if self.sliced:
+            index = math.floor(stamp / self.width)
+            if self.slices.get(index, 0) > 0:
+                self.slices[index] -= 1
+                self.changed = True
+        elif stamp in self.stamps:
+            self.stamps.remove(stamp)
+            self.changed = True
 
     def forget(self, now: float) -> None:
         since = now - self.rate.period
