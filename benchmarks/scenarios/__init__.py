@@ -176,6 +176,21 @@ SCENARIOS: dict[str, Scenario] = {
             metrics=("p50_ms", "p95_ms", "max_ms", "not_started", "probe_ms"),
         ),
         Scenario(
+            "sqlite_reads",
+            "SQLite: read-only atomic() blocks beside busy workers, IMMEDIATE vs DEFERRED",
+            "reads_per_s",
+            full=[
+                {"mode": mode, "readers": 3, "hold_ms": 5, "workers": 2, "seconds": 8}
+                for mode in ("immediate", "deferred")
+            ],
+            quick=[
+                {"mode": mode, "readers": 2, "hold_ms": 5, "workers": 1, "seconds": 2}
+                for mode in ("immediate", "deferred")
+            ],
+            systems="ours",
+            metrics=("reads_per_s", "read_p99_ms", "read_max_ms", "worker_jobs_per_s"),
+        ),
+        Scenario(
             "floor",
             "raw-driver floor: our claim/complete SQL without Django (jobs/s)",
             "jobs_per_s",
