@@ -245,14 +245,15 @@ def rate_names(rules: Rules, job: ClaimedJob) -> list[str]:
 
 
 def rate_subject(name: str) -> tuple[str, str]:
-    """The column and value of the jobs a rate key counts: ("name", job) or ("queue", queue)."""
+    """The column and value of the jobs a rate key counts: ("name", job) or ("queue", queue)
+    (the key is "rate:job:<name>" or "rate:queue:<queue>", as `rate_names` spells it)."""
     kind, _, subject = name.removeprefix("rate:").partition(":")
     return ("name" if kind == "job" else "queue"), subject
 
 
 def rate_of(rules: Rules, name: str) -> RateLimit:
-    kind, _, subject = name.removeprefix("rate:").partition(":")
-    if kind == "job":
+    column, subject = rate_subject(name)
+    if column == "name":
         rate = rules.specs[subject].rate
         assert rate is not None
         return rate
