@@ -100,8 +100,6 @@ class Claimer:
         reserved = self.reserved.pop(job.id, None)
         if reserved is not None and time.time() + START_SLACK <= reserved:
             return True
-        if self.gate.rules() is None:
-            return True
         due = self.gate.admit_start(self.database, job, reserved)
         if due is None:
             return True

@@ -82,6 +82,15 @@ class Decision:
     def hold(self, column: str, value: str, until: datetime) -> None:
         self.full[column, value] = max(until, self.full.get((column, value), until))
 
+    def hold_if_full(self, name: str, window: RateWindow, now: datetime) -> datetime | None:
+        """When rate key `name` lets one more start through, if its window is full (and
+        its backlog is then held until that time); None while it has room."""
+        if window.free():
+            return None
+        frees = datetime.fromtimestamp(window.frees_at(), now.tzinfo)
+        self.hold(*rate_subject(name), frees)
+        return frees
+
 
 class FlowGate:
     """One claimer's gate. Its rules come from the registered handlers (`GATED`) and the
@@ -157,11 +166,9 @@ class FlowGate:
                 ):
                     due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
                 for name in rate_names(rules, job):
-                    window = windows[name]
-                    if not window.free():
-                        frees = datetime.fromtimestamp(window.frees_at(), now.tzinfo)
+                    frees = decision.hold_if_full(name, windows[name], now)
+                    if frees is not None:
                         due = max(due, frees)
-                        decision.hold(*rate_subject(name), frees)
                 if due > now:
                     decision.parked[due].append(job)
                     continue
@@ -172,10 +179,7 @@ class FlowGate:
                     decision.keys[key] = decision.keys.get(key, 0) + 1
                 for name in rate_names(rules, job):
                     decision.reserved[job.id] = windows[name].start(moment)
-            for name, window in windows.items():
-                if window.changed:
-                    rows[name].starts = window.stored()
-                    save_key(database, rows[name], "starts")
+            save_windows(database, rows, windows)
             if decision.full:
                 # Under the keys' locks, so two workers never defer one backlog at once.
                 database.claimer().defer(decision.full, now)
@@ -201,17 +205,13 @@ class FlowGate:
             for name, window in windows.items():
                 if reserved is not None:
                     window.forget_start(reserved)
-                if not window.free():
-                    frees = datetime.fromtimestamp(window.frees_at(), moment.tzinfo)
+                frees = decision.hold_if_full(name, window, moment)
+                if frees is not None:
                     due = frees if due is None else max(due, frees)
-                    decision.hold(*rate_subject(name), frees)
             if due is None:
                 for window in windows.values():
                     window.start(moment.timestamp())
-            for name, window in windows.items():
-                if window.changed:
-                    rows[name].starts = window.stored()
-                    save_key(database, rows[name], "starts")
+            save_windows(database, rows, windows)
             if due is not None:
                 database.claimer().defer(decision.full, moment)  # as the claim's gate does
         return due
@@ -224,6 +224,16 @@ def rate_windows(rules: Rules, rows: dict[str, Any], now: datetime) -> dict[str,
         for name, row in rows.items()
         if name.startswith("rate:")
     }
+
+
+def save_windows(
+    database: QueueDatabase, rows: dict[str, Any], windows: dict[str, RateWindow]
+) -> None:
+    """Write back the windows a decision changed, on their locked rows."""
+    for name, window in windows.items():
+        if window.changed:
+            rows[name].starts = window.stored()
+            save_key(database, rows[name], "starts")
 
 
 def lock_names(rules: Rules, job: ClaimedJob, key: str | None) -> list[str]:

@@ -16,6 +16,7 @@ its rate.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,9 +63,11 @@ class RateWindow:
             else:  # the limit changed: a slice's starts are taken at its end, never earlier
                 for index, count in counts.items():
                     window.add((index + 1) * width, count)
-        else:
+        elif window.sliced:
             for stamp in stored or []:
                 window.add(float(stamp))
+        else:
+            window.stamps = sorted(float(stamp) for stamp in stored or [])
         window.forget(now)
         return window
 
@@ -73,8 +76,8 @@ class RateWindow:
             index = math.floor(stamp / self.width)
             self.slices[index] = self.slices.get(index, 0) + count
         else:
-            self.stamps.extend([stamp] * count)
-            self.stamps.sort()
+            for _ in range(count):
+                bisect.insort(self.stamps, stamp)
 
     def start(self, now: float) -> float:
         """Count a start decided at `now`; the time it is recorded at."""

@@ -48,7 +48,8 @@ class SchedulerClock:
 
     def read(self) -> datetime:
         """The database's time now (a query); notes a step since the last reading."""
-        now = queue_database(self.alias).current_time()
+        database = queue_database(self.alias)
+        now = database.current_time()
         boot = since_boot()
         if self.base is not None:
             expected = self.base[0] + timedelta(seconds=boot - self.base[1])
@@ -57,7 +58,7 @@ class SchedulerClock:
                 self.step += moved
                 logger.warning(
                     "Scheduler: the database's clock%s stepped %s by %.1f s; %s",
-                    "" if queue_database(self.alias).clock_sql else " (this host's)",
+                    "" if database.clock_sql else " (this host's)",
                     "forward" if moved > 0 else "back",
                     abs(moved),
                     "the ticks it jumped over are enqueued now"
