@@ -51,12 +51,12 @@ UNCLAIM = Transition("unclaim", (Status.RUNNING,), (Status.PENDING,), fenced=Tru
 #: Flow control: a claimed job over its concurrency or rate limit goes back to wait, its
 #: attempt not spent, due again when a slot or the allowance is expected to free.
 PARK = Transition("park", (Status.RUNNING,), (Status.PENDING,), fenced=True)
-#: Flow control: a parked job of a concurrency key becomes due now, because a worker that
-#: ran a job of that key freed its slot (its status does not change).
+#: Flow control: a parked job of a concurrency key becomes due now, because a job of that key
+#: left `running` and freed its slot (its status does not change).
 WAKE = Transition("wake", (Status.PENDING,), ())
-#: Flow control: when the gate finds a rate's allowance spent, the other due jobs of that rate
-#: (the job or queue it counts) wait where they are, parked until it frees, so that claims
-#: take the jobs behind them (status unchanged).
+#: Flow control: when the gate finds a rate's allowance spent or a concurrency key's slots all
+#: taken, the other due jobs of that rate (the job or queue it counts) or key wait where they
+#: are, parked until it frees, so that claims take the jobs behind them (status unchanged).
 DEFER = Transition("defer", (Status.PENDING,), ())
 #: The `lease_owner` of a parked job, so that WAKE finds parked jobs and never a job that
 #: waits for its own `run_at`.

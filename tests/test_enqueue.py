@@ -12,8 +12,9 @@ from django.utils import timezone
 
 import django_sqlqueue
 from django_sqlqueue import InvalidJobError, Status, enqueue
+from django_sqlqueue.databases import queue_database
 from django_sqlqueue.models import Job
-from tests.testapp.jobs import add, fail_always, noop
+from tests.testapp.jobs import add, fail_always, limited, noop
 from tests.testapp.models import Order
 
 pytestmark = pytest.mark.django_db
@@ -309,3 +310,17 @@ class TestNotify:
     def test_autocommit_enqueue_notifies(self, listener: Any) -> None:
         noop.enqueue()
         assert listener() == ["default"]
+
+    def test_waking_a_job_held_back_for_a_slot_notifies_its_queue(
+        self, listener: Any, alias: str
+    ) -> None:
+        """A job woken for a freed concurrency slot is due now: idle workers hear of it."""
+        for _ in range(3):
+            limited.using(queue="slots").enqueue(account="notify")
+        w1, w2 = (queue_database(alias).claimer() for _ in range(2))
+        [first] = w1.claim("w1", None, 10, 60, timezone.now())
+        assert len(w2.claim("w2", None, 10, 60, timezone.now())) == 1  # the key is full
+        listener()  # the enqueues' and hand-backs' notifications
+        Job.objects.using(alias).filter(pk=first.id).update(status=Status.COMPLETED)
+        assert w1.free_slot(first.id)
+        assert listener() == ["slots"]

@@ -11,18 +11,21 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 from django.utils import timezone
 
 from ..exits import Exit, shape_of
 from ..models import Job
 from ..rows import CLAIM_COLUMNS, ClaimedJob
 from ..states import CLAIMABLE, PARK, PARKED_OWNER, UNCLAIM, Status
+from .flow_keys import hold_key
 from .gate import FlowGate
 from .paused import PausedQueues
 
 #: Seconds a job checked against its rate reservation may take to reach its handler.
 START_SLACK = 0.01
+#: How many times a wake that deadlocked with a claim is tried (MySQL/MariaDB).
+WAKE_TRIES = 3
 
 UNCLAIMED = shape_of(UNCLAIM, Status.PENDING)
 PARKED = shape_of(PARK, Status.PENDING)
@@ -33,12 +36,11 @@ class Claimer:
 
     #: Job names to claim; empty for all (see names_filter).
     names: Sequence[str] = ()
-    #: When the last job this claimer parked (over a concurrency or rate limit) is due
-    #: again: until then an empty claim is not the end of a `--burst` run.
-    parked_until: datetime | None = None
-    #: Concurrency key → jobs of it this claimer's last claim kept: the worker claims again
-    #: once it ran them, so that many slots are free and as many parked jobs are woken.
-    freed: Mapping[str, int] = {}
+    #: How many jobs this claimer's worker runs at once: a claim keeps no more
+    #: concurrency-limited jobs than that (databases/gate.py).
+    slot_count: int = 1
+    #: Appended to WAKE's UPDATE (PostgreSQL: a notification, so idle workers claim at once).
+    wake_returning = ""
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
@@ -52,6 +54,9 @@ class Claimer:
         #: Job id → when its rate limits recorded its start (epoch seconds), for the jobs
         #: this claimer's claims kept and the worker has not started yet.
         self.reserved: dict[int, float] = {}
+        #: Job id → the concurrency key whose slot it holds, for the jobs this claimer's
+        #: claims kept whose slots were not freed yet (`free_slot`).
+        self.slots: dict[int, str] = {}
         #: The QueueDatabase that made this claimer (the gate locks keys through it).
         self.database: Any = None
 
@@ -76,8 +81,10 @@ class Claimer:
                     return []
             else:
                 excluded = tuple(sorted(paused))
-        if self.freed and self.try_wake(self.freed, now):
-            self.freed = {}
+        if self.slots:
+            # Jobs of the last batch that never started, or whose slots were not freed when
+            # they ended: their slots are free now (the woken jobs due by this claim's `now`).
+            self.free_slots(now)
         # The last batch is over: a reservation it did not use stays in its window (it holds
         # its share until the period ends) but is no longer this claimer's to replace.
         self.reserved.clear()
@@ -85,10 +92,8 @@ class Claimer:
         if not jobs or self.gate.rules() is None:
             return jobs
         # Some handler or queue has a concurrency or rate limit (databases/gate.py).
-        admitted = self.gate.admit(self.database, worker_id, jobs, now)
-        if admitted.last_due is not None:
-            self.parked_until = max(admitted.last_due, self.parked_until or admitted.last_due)
-        self.freed = admitted.keys
+        admitted = self.gate.admit(self.database, worker_id, jobs, now, self.slot_count)
+        self.slots.update(admitted.slots)
         self.reserved.update(admitted.reserved)
         return admitted.jobs
 
@@ -104,17 +109,12 @@ class Claimer:
         if due is None:
             return True
         self.park(worker_id, [job], due)
-        self.parked_until = max(due, self.parked_until or due)
         return False
 
     def holds_back(self, queues: Sequence[str] | None = None) -> bool:
         """True while jobs a flow limit held back wait to be due: work is left, only waiting.
-
-        Jobs this claimer parked are known without a query; others' (a worker that parked
-        them and left, a wake that failed) are looked up: one indexed read, made only by a
-        `--burst` worker that found nothing to claim."""
-        if self.parked_until is not None and timezone.now() < self.parked_until:
-            return True
+        One indexed read, made only by a `--burst` worker that found nothing to claim (a
+        job parked for a slot may be woken, claimed and done long before its due time)."""
         queue_sql, queue_params = self.queue_filter(queues)
         with self.connection.cursor() as cursor:
             cursor.execute(
@@ -197,18 +197,22 @@ class Claimer:
 
     def defer(self, full: Mapping[tuple[str, str], datetime], now: datetime) -> int:
         """`states.DEFER`: the due pending jobs of each limit found full (`column = value`:
-        a rate-limited job name or queue) are parked where they wait, due again when the
-        limit should let one through, as the claimed job the gate parked. So
+        a rate-limited job name or queue, or a concurrency key) are parked where they wait,
+        due again when the limit should let one through, as the claimed job the gate parked
+        (a concurrency key's sooner, when a worker frees a slot: `free_slot`). So
         the next claims take the jobs behind them instead of claiming and parking a limited
         backlog a batch at a time while unlimited jobs wait (one UPDATE per full limit,
         only when a gate pass parked something)."""
         deferred = 0
         with self.connection.cursor() as cursor:
             for (column, value), until in full.items():
-                assert column in ("name", "queue"), column
+                assert column in ("name", "queue", "concurrency_key"), column
+                # A key's backlog through `sqlqueue_concurrency_wait` (SQLite matches a
+                # partial index only when the query repeats its condition).
+                keyed = "concurrency_key IS NOT NULL AND " if column == "concurrency_key" else ""
                 cursor.execute(
                     f"UPDATE {self.table} SET run_at = %s, lease_owner = %s "
-                    f"WHERE status = '{Status.PENDING.value}' AND {column} = %s "
+                    f"WHERE {keyed}status = '{Status.PENDING.value}' AND {column} = %s "
                     "AND run_at <= %s",
                     [self.adapt(until), PARKED_OWNER, value, self.adapt(now)],
                 )
@@ -242,23 +246,41 @@ class Claimer:
                 marks = ", ".join(["%s"] * len(ids))
                 cursor.execute(
                     f"UPDATE {self.table} SET run_at = %s, lease_owner = '' "
-                    f"WHERE id IN ({marks}) AND {parked}",
+                    f"WHERE id IN ({marks}) AND {parked}{self.wake_returning}",
                     [self.adapt(now), *ids, PARKED_OWNER],
                 )
                 woken += cursor.rowcount
         return woken
 
-    def try_wake(self, freed: Mapping[str, int], now: datetime) -> bool:
-        """`wake`, as the hint it is: a deadlock with a concurrent claim (MySQL/MariaDB)
-        leaves the parked jobs to the next claim, or to their own due time (within
-        half a second), instead of failing this claim and pausing the worker."""
-        try:
-            self.wake(freed, now)
-        except DatabaseError as exc:
-            if self.database is None or not self.database.is_deadlock(exc):
-                raise
-            return False
-        return True
+    def free_slot(self, job_id: int, now: datetime | None = None) -> bool:
+        """The job `job_id` left `running`: wake the next parked job of the concurrency key
+        whose slot it held, if any (`wake_key`). False if the wake was left undone."""
+        key = self.slots.pop(job_id, None)
+        return True if key is None else self.wake_key(key, now=now)
+
+    def wake_key(self, key: str, count: int = 1, now: datetime | None = None) -> bool:
+        """`wake` up to `count` parked jobs of concurrency key `key`, for whichever worker
+        claims first, under the key's lock: a claim that found the key full and deferred its
+        backlog has committed, so the wake finds that backlog (or the claim came after the
+        slot freed, and took it). The woken jobs are due at `now` (default: now). A deadlock
+        with a concurrent claim (MySQL/MariaDB) is retried a few times, then the parked jobs
+        are left to their own due time: False."""
+        for _ in range(WAKE_TRIES):
+            try:
+                with transaction.atomic(using=self.alias):
+                    hold_key(self.database, f"concurrency:{key}")
+                    self.wake({key: count}, now or timezone.now())
+            except DatabaseError as exc:
+                if self.database is None or not self.database.is_deadlock(exc):
+                    raise
+                continue
+            return True
+        return False
+
+    def free_slots(self, now: datetime | None = None) -> None:
+        """`free_slot` for every slot this claimer still holds."""
+        for job_id in list(self.slots):
+            self.free_slot(job_id, now)
 
 
 class UpdateReturningClaimer(Claimer):

@@ -19,6 +19,8 @@ from ..rows import ClaimedJob
 class Parker(Protocol):
     def park(self, worker_id: str, jobs: Sequence[ClaimedJob], run_at: datetime) -> int: ...
 
+    def unclaim(self, worker_id: str, jobs: Sequence[ClaimedJob]) -> int: ...
+
     def defer(self, full: Mapping[tuple[str, str], datetime], now: datetime) -> int: ...
 
 
@@ -39,12 +41,17 @@ class QueueDatabase(Protocol):
 def lock_key(database: QueueDatabase, key: str) -> FlowKey:
     """The row of `key`, created if need be and locked until the transaction ends. Call it
     inside `transaction.atomic`. SQLite: the upsert takes the database's write lock."""
-    assert database.connection.in_atomic_block, "lock_key outside a transaction"
-    alias = database.alias
+    hold_key(database, key)
+    return FlowKey.objects.using(database.alias).select_for_update().get(key=key)
+
+
+def hold_key(database: QueueDatabase, key: str) -> None:
+    """`lock_key` for a caller that needs the lock, not the row (a concurrency key): the
+    upsert alone locks the row (ON CONFLICT / ON DUPLICATE KEY UPDATE write it)."""
+    assert database.connection.in_atomic_block, "hold_key outside a transaction"
     now = database.connection.ops.adapt_datetimefield_value(timezone.now())
     with database.key_lock(key), database.connection.cursor() as cursor:
         cursor.execute(database.flow_key_upsert(), [key, "[]", now])
-    return FlowKey.objects.using(alias).select_for_update().get(key=key)
 
 
 def prune_keys(alias: str, before: datetime) -> int:
@@ -60,4 +67,4 @@ def save_key(database: QueueDatabase, row: FlowKey, *fields: str) -> None:
     row.save(using=database.alias, update_fields=[*fields, "updated_at"])
 
 
-__all__ = ["QueueDatabase", "lock_key", "prune_keys", "save_key", "transaction"]
+__all__ = ["QueueDatabase", "hold_key", "lock_key", "prune_keys", "save_key", "transaction"]

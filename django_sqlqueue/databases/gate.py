@@ -8,6 +8,14 @@ key within its period, keeps the jobs that fit in claim order, and parks the res
 pending, attempt not spent (`states.PARK`), due again when a slot or the allowance should
 free. The decisions on one key take turns, so no two workers can both take its last slot.
 
+A claim keeps no more concurrency-limited jobs than its worker runs at once (`slots`): a
+worker runs its batch one job after another, and a slot held by a job waiting behind another
+is a slot no one uses. The limited jobs over that number whose keys still have room are
+handed back as if never claimed (`states.UNCLAIM`), due for the next worker. When a key is
+full, the jobs of it the claim took are parked and its whole due backlog is deferred with
+them (`states.DEFER`), so claims reach the jobs behind it; the worker that frees a slot of
+the key wakes the next one (`Claimer.free_slot`, under the key's lock).
+
 A rate limit counts handler starts, not claims: a worker runs its batch one job after
 another, so a job claimed now may start much later. The claim records each kept job's start
 a little ahead (`rate_window.START_MARGIN`), as a reservation; a job whose handler starts
@@ -35,12 +43,14 @@ from ..models import Job
 from ..options import JobOptions, RateLimit
 from ..rows import ClaimedJob
 from ..states import Status
-from .flow_keys import QueueDatabase, lock_key, save_key
+from .flow_keys import QueueDatabase, hold_key, lock_key, save_key
 from .rate_window import RateWindow
 
-#: Seconds a job held back by its concurrency limit waits before a worker looks again, unless
-#: the worker that frees a slot of its key wakes it first (`states.WAKE`, `Claimer.wake`).
-CONCURRENCY_RETRY_SECONDS = 0.5
+#: Seconds a job held back by its concurrency limit waits at most. The worker that frees a slot
+#: of its key wakes the next one at once (`states.WAKE`, `Claimer.free_slot`); this is for a
+#: wake that never comes (its worker died between the job's end and the wake). Every time it
+#: passes, a full key's backlog is deferred again in one UPDATE: it bounds that cost too.
+CONCURRENCY_RETRY_SECONDS = 5.0
 
 
 @dataclass
@@ -55,12 +65,11 @@ class Rules:
 
 @dataclass
 class Admitted:
-    """What a claim may start: `jobs`; when its last parked job is due again (None: none
-    parked); concurrency key → jobs of it kept (their slots free when they end)."""
+    """What a claim may start: `jobs`, the ones holding a concurrency slot first; job id →
+    the concurrency key whose slot it holds (the slot frees when the job leaves `running`)."""
 
     jobs: list[ClaimedJob]
-    last_due: datetime | None = None
-    keys: dict[str, int] = field(default_factory=dict)
+    slots: dict[int, str] = field(default_factory=dict)
     #: Job id → the time (epoch seconds) its rate limits recorded its start at.
     reserved: dict[int, float] = field(default_factory=dict)
 
@@ -71,10 +80,13 @@ class Decision:
 
     kept: list[ClaimedJob] = field(default_factory=list)
     parked: dict[datetime, list[ClaimedJob]] = field(default_factory=lambda: defaultdict(list))
-    #: Concurrency key → jobs of it kept.
-    keys: dict[str, int] = field(default_factory=dict)
-    #: The rates found spent: (column, value) → when they should let a job through. The
-    #: other due jobs behind them are deferred to then (`states.DEFER`).
+    #: Limited jobs whose keys have room, over the slots of the claiming worker: handed back.
+    returned: list[ClaimedJob] = field(default_factory=list)
+    #: Job id → the concurrency key whose slot it takes.
+    slots: dict[int, str] = field(default_factory=dict)
+    #: The limits found full: (column, value) → when they should let a job through: a rate
+    #: ("name" or "queue") or a concurrency key ("concurrency_key"). The other due jobs
+    #: behind them are deferred to then (`states.DEFER`).
     full: dict[tuple[str, str], datetime] = field(default_factory=dict)
     #: Job id → the time (epoch seconds) its rate limits recorded its start at.
     reserved: dict[int, float] = field(default_factory=dict)
@@ -112,31 +124,37 @@ class FlowGate:
         return self._rules
 
     def admit(
-        self, database: QueueDatabase, worker_id: str, jobs: list[ClaimedJob], now: datetime
+        self,
+        database: QueueDatabase,
+        worker_id: str,
+        jobs: list[ClaimedJob],
+        now: datetime,
+        slots: int = 1,
     ) -> Admitted:
-        """The claimed jobs this worker may start; the others are parked."""
+        """The claimed jobs this worker may start, holding at most `slots` concurrency slots;
+        the others are parked, or handed back."""
         rules = self.rules()
         if rules is None or not jobs:
             return Admitted(jobs)
         gated = [job for job in jobs if rules.gates(job)]
         if not gated:
             return Admitted(jobs)
-        free = [job for job in jobs if not rules.gates(job)]
-        decision = self.decide(database, rules, gated, now)
-        if decision.parked:
-            claimer = database.claimer()
-            for run_at, parked in decision.parked.items():
-                claimer.park(worker_id, parked, run_at)
-        kept = {job.id for job in decision.kept}
-        return Admitted(
-            [job for job in jobs if job.id in kept or job in free],
-            max(decision.parked) if decision.parked else None,
-            decision.keys,
-            decision.reserved,
-        )
+        decision = self.decide(database, worker_id, rules, gated, now, slots)
+        held_back = {job.id for job in decision.returned}
+        held_back.update(job.id for parked in decision.parked.values() for job in parked)
+        kept = [job for job in jobs if job.id not in held_back]
+        # A job holding a slot runs first: the jobs of its batch would keep the slot idle.
+        kept.sort(key=lambda job: job.id not in decision.slots)
+        return Admitted(kept, decision.slots, decision.reserved)
 
     def decide(
-        self, database: QueueDatabase, rules: Rules, gated: list[ClaimedJob], now: datetime
+        self,
+        database: QueueDatabase,
+        worker_id: str,
+        rules: Rules,
+        gated: list[ClaimedJob],
+        now: datetime,
+        slots: int = 1,
     ) -> Decision:
         keys = concurrency_keys(self.alias, [job.id for job in gated])
         decision = Decision()
@@ -144,27 +162,23 @@ class FlowGate:
             wanted: set[str] = set()
             for job in gated:
                 wanted.update(lock_names(rules, job, keys.get(job.id)))
-            rows = {name: lock_key(database, name) for name in sorted(wanted)}
+            rows = {}
+            for name in sorted(wanted):
+                if name.startswith("rate:"):
+                    rows[name] = lock_key(database, name)  # its window is on the row
+                else:
+                    hold_key(database, name)
             running = running_counts(self.alias, {k for k in keys.values() if k}, gated)
             windows = rate_windows(rules, rows, now)
             moment = timezone.now().timestamp()  # after the locks: no start comes earlier
-            mine: set[str] = set()
             for job in gated:
                 spec = rules.specs.get(job.name)
-                key = keys.get(job.id)
-                due = now
                 limit = spec.concurrency if spec is not None else None
-                # A worker runs its jobs one after another: a second job of a key in its
-                # hands would hold a slot idle that another worker could use.
-                # A full key's backlog is not deferred: its jobs stay due, so that when a slot
-                # frees any worker's claim takes the next one (deferring it halved the slots
-                # kept busy by 20 ms jobs, 0.39 -> 0.22 on PostgreSQL).
-                if (
-                    limit is not None
-                    and key is not None
-                    and (running.get(key, 0) >= limit or key in mine)
-                ):
+                key = keys.get(job.id) if limit is not None else None
+                due = now
+                if key is not None and limit is not None and running.get(key, 0) >= limit:
                     due = now + timedelta(seconds=CONCURRENCY_RETRY_SECONDS)
+                    decision.hold("concurrency_key", key, due)
                 for name in rate_names(rules, job):
                     frees = decision.hold_if_full(name, windows[name], now)
                     if frees is not None:
@@ -172,17 +186,28 @@ class FlowGate:
                 if due > now:
                     decision.parked[due].append(job)
                     continue
+                if key is not None and len(decision.slots) >= slots:
+                    decision.returned.append(job)
+                    continue
                 decision.kept.append(job)
-                if key is not None and limit is not None:
+                if key is not None:
                     running[key] = running.get(key, 0) + 1
-                    mine.add(key)
-                    decision.keys[key] = decision.keys.get(key, 0) + 1
+                    decision.slots[job.id] = key
                 for name in rate_names(rules, job):
                     decision.reserved[job.id] = windows[name].start(moment)
             save_windows(database, rows, windows)
+            # Under the keys' locks, so two workers never defer one backlog at once, and a
+            # worker that frees a slot (it takes the key's lock to wake the next job) finds
+            # this claim's jobs of the key parked and its backlog deferred, or the slot
+            # taken, never neither (parked after the locks were let go, such a job waited
+            # out its due time with a slot free).
+            claimer = database.claimer()
+            for run_at, parked in decision.parked.items():
+                claimer.park(worker_id, parked, run_at)
+            if decision.returned:
+                claimer.unclaim(worker_id, decision.returned)
             if decision.full:
-                # Under the keys' locks, so two workers never defer one backlog at once.
-                database.claimer().defer(decision.full, now)
+                claimer.defer(decision.full, now)
         return decision
 
     def admit_start(

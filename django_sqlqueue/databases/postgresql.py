@@ -61,6 +61,8 @@ class PostgreSQLClaimer(UpdateReturningClaimer):
     """
 
     lock_clause = " FOR UPDATE SKIP LOCKED"
+    # A woken job wakes idle workers, as an enqueue does.
+    wake_returning = f" RETURNING pg_notify('{CHANNEL}', queue)"
 
     # Nothing but the TID condition in the WHERE: another condition could make an index scan
     # look as cheap as the TID scan to a planner that believes the table empty.

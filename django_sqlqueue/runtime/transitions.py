@@ -199,6 +199,7 @@ def recover(
     """
     counts = {Status.FAILED.value: 0, Status.DEAD.value: 0, Status.CANCELLED.value: 0}
     candidates = list(jobs(alias).filter(lost, status=Status.RUNNING).order_by("id")[:limit])
+    freed: list[str] = []  # the concurrency keys whose slots the recovered jobs held
     for candidate in candidates:
         claimed = ClaimedJob.from_model(candidate)
         why = reason.format(worker=candidate.lease_owner)
@@ -206,6 +207,7 @@ def recover(
             if stop(claimed, f"Cancelled while running; {why}", alias=alias):
                 counts[Status.CANCELLED.value] += 1
                 tell(claimed, "lost:cancelled", error=why)
+                freed.append(candidate.concurrency_key or "")
             continue
         status = fail(
             claimed,
@@ -218,7 +220,18 @@ def recover(
         if status is not None:
             counts[status.value] += 1
             tell(claimed, f"lost:{status.value}", error=why)
+            freed.append(candidate.concurrency_key or "")
+    wake_freed(alias, [key for key in freed if key])
     return counts
+
+
+def wake_freed(alias: str | None, keys: Sequence[str]) -> None:
+    """Wake a job held back by each concurrency slot the recovered jobs freed (their workers
+    are gone and will not), instead of leaving it to its due time."""
+    if keys:
+        claimer = door(alias).claimer()
+        for key in keys:
+            claimer.wake_key(key)
 
 
 def recover_expired_leases(

@@ -202,6 +202,7 @@ class JobWorker(HardStops):
                 while (job := self.next_held()) is not None:
                     if self.may_start(job):
                         self.attempts.run(job)
+                    self.free_slot(job)
             finally:
                 self.watch.batch_finished()
             self.recorder.flush()
@@ -294,6 +295,23 @@ class JobWorker(HardStops):
             self.give_back(1)
             self.unclaim_quietly([job])
             return False
+
+    def free_slot(self, job: ClaimedJob) -> None:
+        """`job` held a concurrency slot and left `running`: wake the next job of its key for
+        any worker. A success recorded with its batch frees its slot at the next claim. If
+        the database cannot answer, the next job waits for its own due time (a few seconds)."""
+        if job.id not in self.claimer.slots or job.id in self.recorder.succeeded_ids():
+            return
+        try:
+            self.claimer.free_slot(job.id)
+        except DatabaseError as exc:
+            logger.warning(
+                "Worker %s: could not wake the next job of job %s's concurrency key (%s)",
+                self.worker_id,
+                job.id,
+                exc,
+            )
+            reset_connection(connections[self.alias])
 
     def holds_more(self) -> bool:
         return bool(self.held)

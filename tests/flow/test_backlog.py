@@ -2,14 +2,13 @@
 
 The docs promise that held-back jobs do not block others. A review found claims filling with
 limited jobs that the gate parked again, a batch at a time, while unlimited jobs behind them
-waited 6 to 27 seconds. Once a claim finds a rate's allowance spent, the other due jobs of
-that rate are deferred in one UPDATE (`states.DEFER`), so the very next claim reaches the
-jobs behind them. A concurrency key's backlog is not deferred (see the last test).
+waited 6 to 27 seconds. Once a claim finds a rate's allowance spent, or a concurrency key's
+slots all taken, the other due jobs of that rate or key are deferred in one UPDATE
+(`states.DEFER`), so the very next claim reaches the jobs behind them. A key's deferred jobs
+come back one per freed slot, woken by the worker that freed it.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import pytest
 from django.utils import timezone
@@ -23,17 +22,25 @@ from tests.testapp.jobs import limited, noop, rated
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+class Workers:
+    """`claim(worker, limit)`: the ids a worker's claimer claims now (one claimer per worker,
+    as each worker process has: it remembers the slots its jobs hold, to free them)."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self.claimers: dict[str, Claimer] = {}
+
+    def claimer(self, worker: str) -> Claimer:
+        return self.claimers.setdefault(worker, queue_database(self.alias).claimer())
+
+    def __call__(self, worker: str, limit: int = 10) -> list[int]:
+        claimed = self.claimer(worker).claim(worker, None, limit, 60, timezone.now())
+        return [job.id for job in claimed]
+
+
 @pytest.fixture
-def claim(alias: str) -> Callable[..., list[int]]:
-    """`claim(worker, limit)`: the ids a worker's claimer claims now (one claimer per
-    worker, as each worker process has: it remembers the slots it frees, to wake)."""
-    claimers: dict[str, Claimer] = {}
-
-    def claim(worker: str, limit: int = 10) -> list[int]:
-        claimer = claimers.setdefault(worker, queue_database(alias).claimer())
-        return [job.id for job in claimer.claim(worker, None, limit, 60, timezone.now())]
-
-    return claim
+def claim(alias: str) -> Workers:
+    return Workers(alias)
 
 
 def test_a_spent_rate_defers_its_backlog_and_the_next_claim_takes_the_job_behind(alias, claim):
@@ -53,20 +60,24 @@ def test_a_spent_rate_defers_its_backlog_and_the_next_claim_takes_the_job_behind
     assert claim("w2") == [plain]
 
 
-def test_a_concurrency_backlog_stays_due_for_the_slots_as_they_free(alias, claim):
-    """One job of a key per claim: the rest of that claim is parked, but its backlog stays
-    due, so another worker takes a free slot at once (deferring it, as a rate's, left half
-    the slots of short jobs idle)."""
+def test_a_full_concurrency_key_defers_its_backlog_and_a_freed_slot_wakes_one(alias, claim):
     backlog = [limited.enqueue(account="half").pk for _ in range(20)]
-    first = claim("w1", limit=5)
-    assert len(first) == 1
+    plain = noop.enqueue().pk
+    assert claim("w1") == [backlog[0]]  # one slot per worker; the others handed back
+    assert claim("w2") == [backlog[1]]  # the key's last slot: the key is full
+    waiting = Job.objects.using(alias).filter(pk__in=backlog[2:])
+    assert {job.lease_owner for job in waiting} == {PARKED_OWNER}
+    assert all(job.status == Status.PENDING and job.attempts == 0 for job in waiting)
+    # The next claim, by any worker, takes the unlimited job at once.
+    assert claim("w3") == [plain]
+    assert claim("w3") == []
+
+    # The first job ends: its worker's claimer frees its slot, and exactly one job of the
+    # key is due now, the oldest, for any worker (claiming its next batch would do the same).
+    Job.objects.using(alias).filter(pk=backlog[0]).update(status=Status.COMPLETED)
+    assert claim.claimer("w1").free_slot(backlog[0])
+    assert claim("w4") == [backlog[2]]
     due = Job.objects.using(alias).filter(
         pk__in=backlog, status=Status.PENDING, run_at__lte=timezone.now()
     )
-    assert due.count() == 15  # those the claim did not take
-    assert len(claim("w2", limit=5)) == 1
-    # Both slots run: the key is full, and its backlog still stays due.
-    still_due = Job.objects.using(alias).filter(
-        pk__in=backlog, status=Status.PENDING, run_at__lte=timezone.now()
-    )
-    assert still_due.count() == 10  # twenty, minus the ten the two claims took
+    assert due.count() == 0

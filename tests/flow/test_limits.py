@@ -20,44 +20,79 @@ from django_sqlqueue.conf import get_settings
 from django_sqlqueue.databases import queue_database
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import FlowKey, Job
+from django_sqlqueue.runtime.transitions import recover_expired_leases
 from django_sqlqueue.states import Status
 from tests.testapp.jobs import limited, noop, rated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_concurrency_keeps_n_per_key_and_parks_the_rest_unspent(alias):
-    w1, w2, w3 = (queue_database(alias).claimer() for _ in range(3))
+def test_concurrency_keeps_n_per_key_and_one_slot_per_worker(alias):
+    w1, w2, w3, w4 = (queue_database(alias).claimer() for _ in range(4))
     a = [limited.enqueue(account="a") for _ in range(4)]
     b = limited.enqueue(account="b")
     other = noop.enqueue()
-    # One job per key per claim: a worker runs them one after another.
+    before = timezone.now()
+    # A worker runs its jobs one after another, so it holds one slot: the limited jobs it
+    # could not run now are handed back unspent, where they stood, due for the next worker.
     claimed = w1.claim("w1", None, 10, 60, timezone.now())
-    assert {job.id for job in claimed} == {a[0].pk, b.pk, other.pk}
-    parked = Job.objects.get(pk=a[1].pk)
-    assert parked.status == Status.PENDING and parked.attempts == 0
-    assert parked.run_at > timezone.now() and parked.lease_owner == "(parked)"
+    assert [job.id for job in claimed] == [a[0].pk, other.pk]
+    assert w1.slots == {a[0].pk: "account:a"}
+    for row in Job.objects.filter(pk__in=[job.pk for job in (*a[1:], b)]):
+        assert row.status == Status.PENDING and row.attempts == 0
+        assert row.lease_owner == "" and row.run_at <= before
     assert Job.objects.get(pk=a[0].pk).concurrency_key == "account:a"
-    # Another worker takes the second slot of key a, and no more.
-    Job.objects.filter(pk__in=[j.pk for j in a[1:]]).update(run_at=timezone.now())
+    # Another worker takes the second slot of key a. The key is full: the jobs of it that
+    # claim took are parked, unspent; b is handed back.
     assert [job.id for job in w2.claim("w2", None, 10, 60, timezone.now())] == [a[1].pk]
-    Job.objects.filter(pk__in=[a[2].pk, a[3].pk]).update(run_at=timezone.now())
-    assert w3.claim("w3", None, 10, 60, timezone.now()) == []
-    # a[0] ends: w1's next claim wakes one parked job of key a (WAKE) and takes it.
+    for pk in (a[2].pk, a[3].pk):
+        parked = Job.objects.get(pk=pk)
+        assert parked.status == Status.PENDING and parked.attempts == 0
+        assert parked.run_at > timezone.now() and parked.lease_owner == "(parked)"
+    assert [job.id for job in w3.claim("w3", None, 10, 60, timezone.now())] == [b.pk]
+    assert w4.claim("w4", None, 10, 60, timezone.now()) == []
+    # a[0] ends: its worker frees the slot, and the oldest parked job of key a is due now,
+    # for whichever worker claims next; the other one still waits.
     Job.objects.filter(pk=a[0].pk).update(status=Status.COMPLETED)
-    assert [job.id for job in w1.claim("w1", None, 10, 60, timezone.now())] == [a[2].pk]
+    assert w1.free_slot(a[0].pk) and w1.slots == {}
+    assert [job.id for job in w4.claim("w4", None, 10, 60, timezone.now())] == [a[2].pk]
     assert Job.objects.get(pk=a[3].pk).run_at > timezone.now()
+
+
+def test_a_claim_runs_its_slot_holding_job_first(alias):
+    """A job holding a concurrency slot starts before the unlimited jobs claimed with it:
+    behind them, its slot would sit idle."""
+    plain = [noop.enqueue() for _ in range(3)]
+    held = limited.enqueue(account="first")
+    claimed = queue_database(alias).claimer().claim("w1", None, 10, 60, timezone.now())
+    assert [job.id for job in claimed] == [held.pk, *(job.pk for job in plain)]
 
 
 def test_a_crashed_workers_slot_frees_when_its_job_leaves_running(claim):
     jobs = [limited.enqueue(account="c") for _ in range(3)]
-    claim("w1", limit=10)
-    Job.objects.filter(pk=jobs[2].pk).update(run_at=timezone.now())
+    assert [job.id for job in claim("w1", limit=10)] == [jobs[0].pk]
+    assert [job.id for job in claim("w2", limit=10)] == [jobs[1].pk]
+    Job.objects.filter(pk=jobs[2].pk).update(run_at=timezone.now())  # its due time came
     # Lease recovery moves the dead worker's job to failed (its retry) or pending.
     Job.objects.filter(pk=jobs[0].pk).update(
         status=Status.FAILED, run_at=timezone.now() + timedelta(hours=1)
     )
-    assert [job.id for job in claim("w2", limit=10)] == [jobs[2].pk]
+    assert [job.id for job in claim("w3", limit=10)] == [jobs[2].pk]
+
+
+def test_recovering_a_lost_job_wakes_the_next_job_of_its_key(alias):
+    """A worker that dies cannot wake the job its slot was waiting for: the recovery that
+    fails its job does."""
+    jobs = [limited.enqueue(account="lost") for _ in range(3)]
+    w1, w2, w3 = (queue_database(alias).claimer() for _ in range(3))
+    assert [job.id for job in w1.claim("w1", None, 10, 60, timezone.now())] == [jobs[0].pk]
+    assert [job.id for job in w2.claim("w2", None, 10, 60, timezone.now())] == [jobs[1].pk]
+    assert Job.objects.get(pk=jobs[2].pk).run_at > timezone.now()  # parked: the key is full
+    Job.objects.filter(pk=jobs[0].pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    assert recover_expired_leases(alias=alias)["failed"] == 1
+    woken = Job.objects.get(pk=jobs[2].pk)
+    assert woken.run_at <= timezone.now() and woken.lease_owner == ""
+    assert [job.id for job in w3.claim("w3", None, 10, 60, timezone.now())] == [jobs[2].pk]
 
 
 def test_rate_limit_takes_the_allowance_and_parks_until_it_frees(claim):
@@ -95,7 +130,7 @@ def test_a_job_that_starts_after_its_reserved_time_is_counted_again(alias):
     row = Job.objects.get(pk=mine.id)
     assert row.status == Status.PENDING and row.attempts == 0, "parked, attempt unspent"
     assert row.run_at > timezone.now() + timedelta(seconds=0.5)
-    assert first.parked_until is not None, "a --burst worker knows it parked work"
+    assert first.holds_back(), "a --burst worker knows work is left"
     assert {job.id for job in theirs} <= {job.pk for job in others}
 
 
@@ -277,7 +312,7 @@ def test_a_wake_never_takes_a_claimed_job_from_its_worker(alias, vendor):
         return body
 
     def wake(claimer: Any) -> None:
-        claimer.try_wake({"account:race": 2}, timezone.now())
+        claimer.wake_key("account:race", 2)
 
     threads = [
         threading.Thread(target=run, args=(body,))

@@ -69,6 +69,13 @@ class RecordingClaimer(Claimer):
     def admit_start(self, worker_id: str, job: ClaimedJob) -> bool:
         return self.real.admit_start(worker_id, job)
 
+    @property
+    def slots(self) -> dict[int, str]:  # type: ignore[override]
+        return self.real.slots
+
+    def free_slot(self, job_id: int, now: datetime | None = None) -> bool:
+        return self.real.free_slot(job_id, now)
+
 
 class CountingWaiter(Waiter):
     """Waits not at all; stops the worker after `limit` idle waits. `on_wait` stands for
