@@ -59,7 +59,9 @@ REVIEWED: dict[str, dict[str, str]] = {
         "self.lock_clause": "a class constant: empty or FOR UPDATE SKIP LOCKED",
         "self.columns": "quoted constant column names",
         "Status.PENDING.value": "a Status constant",
-        "column": "Claimer.defer: asserted to be name or queue",
+        "column": "Claimer.defer: asserted to be name, queue or concurrency_key",
+        "keyed": "Claimer.defer: a constant condition, or empty",
+        "self.wake_returning": "a class constant: empty, or PostgreSQL's RETURNING pg_notify",
         "candidates": "Claimer.candidates: the reviewed parts above, placeholders for values",
         "self.claimed_rows.format(candidates=candidates)": (
             "a class constant (id IN, or PostgreSQL's ctid = ANY) around the reviewed candidates"
