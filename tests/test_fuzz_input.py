@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from django_sqlqueue import InvalidJobError
@@ -116,6 +116,8 @@ def superuser_client(db: Any) -> Client:
 
 @FUZZ
 @given(query=st.dictionaries(st.one_of(PARAMETERS, st.text(max_size=12)), VALUES, max_size=4))
+# Found by this test: an id past the column's range made the status summary's SQL unbuildable.
+@example(query={"p": "", "id__exact": str(2**63)})
 def test_any_job_list_query_gets_an_answer(superuser_client: Client, query: dict[str, str]) -> None:
     url = reverse("admin:django_sqlqueue_job_changelist")
     clean = query

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -67,7 +68,10 @@ def status_counts(queryset: QuerySet[Job], cap: int | None = None) -> list[Statu
         cap = FILTERED_CAP if queryset.query.where else COUNT_CAP
     sample = queryset.order_by().values("status")[: cap + 1]
     alias = queryset.db
-    sql, params = sample.query.get_compiler(using=alias).as_sql()
+    try:
+        sql, params = sample.query.get_compiler(using=alias).as_sql()
+    except EmptyResultSet:  # a filter no row can match (an id beyond the column's range)
+        return [StatusCount(s.value, 0, False, cap) for s in Status]
     connection = connections[alias]
     with connection.cursor() as cursor:
         cursor.execute(
