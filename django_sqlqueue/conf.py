@@ -246,6 +246,9 @@ class QueueSettings:
     )
     poll_interval = Setting(1.0, number(0.001), "Longest sleep of an idle worker.")
     batch_size = Setting(20, number(1, integer=True), "Most jobs claimed per round trip.")
+    concurrency = Setting(
+        1, number(1, integer=True), "Jobs each worker process runs at once, in threads."
+    )
     queue_rate_limits = Setting(
         {}, queue_rate_limits, 'Most job starts per period, per queue: {"mail": "100/m"}.'
     )

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .exceptions import JobCancelled
+from .exceptions import JobCancelled, JobTimeout
 
 #: Longest progress message stored; longer ones are cut.
 MAX_PROGRESS_MESSAGE = 255
@@ -19,6 +19,9 @@ class AttemptControl:
 
     def __init__(self) -> None:
         self.cancelled = threading.Event()
+        #: Set when the attempt's time limit passes in a worker slot that cannot interrupt
+        #: its thread (runworkers --concurrency): the handler is asked to stop instead.
+        self.timed_out = threading.Event()
         self._lock = threading.Lock()
         self._progress: tuple[int, str] | None = None
         self._reported: tuple[int, str] | None = None
@@ -49,17 +52,22 @@ class JobContext:
 
     @property
     def cancel_requested(self) -> bool:
-        """True once someone cancelled this job while it runs (noticed within about a second).
+        """True once someone cancelled this job while it runs (noticed within about a second),
+        or once its time limit passed in a worker that runs many jobs at once.
 
         Stop at the next safe point; `raise_if_cancelled()` does it for you. A handler that
-        has not returned `CANCEL_GRACE_SECONDS` after the request is interrupted.
+        has not returned `CANCEL_GRACE_SECONDS` after the request is interrupted (a worker's
+        main thread) or costs its worker process (a slot thread, which cannot be interrupted).
         """
-        return self.control.cancelled.is_set()
+        return self.control.cancelled.is_set() or self.control.timed_out.is_set()
 
     def raise_if_cancelled(self) -> None:
-        """Raise JobCancelled if the job was cancelled: call it at safe points of a long job."""
+        """Raise JobCancelled if the job was cancelled, JobTimeout if its time limit passed in
+        a slot thread: call it at safe points of a long job."""
         if self.control.cancelled.is_set():
             raise JobCancelled(f"Job {self.job_id} was cancelled while it ran.")
+        if self.control.timed_out.is_set():
+            raise JobTimeout()
 
     def progress(self, percent: float, message: str = "") -> None:
         """Report how far the attempt got (0 to 100) and what it is doing.

@@ -3,7 +3,10 @@ entries whose tasks it runs (the framework keeps no list of its tasks)."""
 
 from __future__ import annotations
 
+import logging
+
 import django
+import pytest
 
 from django_sqlqueue.runtime.supervisor import jobs_summary
 from django_sqlqueue.tasks import tasks_summary
@@ -61,3 +64,35 @@ def test_no_alias_uses_the_backend() -> None:
     assert tasks_summary({"default": {"BACKEND": "no.such.Backend"}}) == none
     assert tasks_summary({"default": {"BACKEND": f"{__name__}.SubclassedBackend"}}) == none
     assert tasks_summary({"default": "not a dict"}) == none
+
+
+# The connections a supervisor with slots may need (runworkers --concurrency) ------------
+
+
+def test_one_slot_workers_hold_three_connections_each_and_slots_add_theirs() -> None:
+    from django_sqlqueue.runtime.supervisor import worst_case_connections
+
+    assert worst_case_connections(4, 1) == 4 * 4 + 1
+    assert worst_case_connections(2, 50) == 2 * (50 + 4) + 1
+
+
+@pytest.mark.django_db
+def test_a_supervisor_needing_more_connections_than_the_server_accepts_warns(caplog) -> None:
+    from django.db import connection
+
+    from django_sqlqueue.databases import queue_database
+    from django_sqlqueue.runtime.supervisor import Supervisor
+    from django_sqlqueue.runtime.worker import WorkerOptions
+
+    limit = queue_database(connection.alias).max_connections()
+    if connection.vendor == "sqlite":
+        assert limit is None
+    else:
+        assert limit is not None and limit > 0
+    supervisor = Supervisor(2, WorkerOptions(concurrency=1000), scheduler=False)
+    with caplog.at_level(logging.INFO, logger="django_sqlqueue"):
+        supervisor.check_connections()
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("up to 2009 database connections" in message for message in messages)
+    warned = [message for message in messages if "max_connections" in message]
+    assert bool(warned) == (limit is not None), messages

@@ -106,6 +106,19 @@ class QueueDatabase:
         with transaction.atomic(using=self.alias):
             return Job.objects.using(self.alias).select_for_update().filter(**lookup).first()
 
+    #: The statement that reads how many connections the server accepts (None: no limit to
+    #: speak of, as SQLite's).
+    max_connections_sql: ClassVar[str | None] = None
+
+    def max_connections(self) -> int | None:
+        """How many connections the server accepts in all, if it says."""
+        if self.max_connections_sql is None:
+            return None
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.max_connections_sql)
+            row = cursor.fetchone()
+        return int(row[0]) if row else None
+
     #: The statement that reads the database server's clock, as a UTC time (None: the
     #: database has no clock of its own, as SQLite, a file on this host).
     clock_sql: ClassVar[str | None] = None

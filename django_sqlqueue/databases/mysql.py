@@ -120,6 +120,7 @@ class MySQLDatabase(QueueDatabase):
     claimer_class = MySQLClaimer
     exit_writer_class = MySQLExitWriter
     clock_sql = "SELECT UTC_TIMESTAMP(6)"
+    max_connections_sql = "SELECT @@max_connections"
 
     @contextlib.contextmanager
     def key_lock(self, key: str) -> Iterator[None]:

@@ -311,6 +311,7 @@ class PostgreSQLDatabase(QueueDatabase):
     inserter_class = PostgreSQLInserter
     waiter_class = ListeningWaiter
     clock_sql = "SELECT clock_timestamp() AT TIME ZONE 'UTC'"  # now(): the transaction's start
+    max_connections_sql = "SHOW max_connections"
 
     def statistics_keeper(self) -> StatisticsKeeper:
         return AnalyzingKeeper(self.alias)

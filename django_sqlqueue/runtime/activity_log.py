@@ -8,6 +8,7 @@ telling an operator that each worker is working.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -30,13 +31,16 @@ class ActivitySummary:
         self.completed = 0
         self.failed = 0
         self.since = clock()
+        # Slot threads (runworkers --concurrency) count into one summary.
+        self.lock = threading.Lock()
 
     def record(self, completed: int = 0, failed: int = 0) -> None:
-        self.completed += completed
-        self.failed += failed
-        now = self.clock()
-        if now - self.since >= self.interval:
-            self.report(now)
+        with self.lock:
+            self.completed += completed
+            self.failed += failed
+            now = self.clock()
+            if now - self.since >= self.interval:
+                self.report(now)
 
     def report(self, now: float | None = None) -> None:
         """Log the counts since the last summary, if there is anything to say."""

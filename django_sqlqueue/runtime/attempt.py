@@ -39,6 +39,9 @@ class AttemptHost(Protocol):
 
     worker_id: str
     alias: str
+    #: 0 in the worker's main thread (timeouts by SIGALRM); a pool slot's number in a slot
+    #: thread, which no signal reaches (the watch keeps its timeout: see watch.py).
+    slot: int
     conf: QueueSettings
     estimates: DurationEstimates
     recorder: OutcomeRecorder
@@ -82,7 +85,8 @@ class AttemptRunner:
         worker.set_current(job, began + timeout + HARD_TIMEOUT_GRACE if timeout else None, control)
         worker.use_start()  # after set_current: the supervisor never sees it idle
         budget_end = began + worker.estimates.budget if worker.holds_more() else None
-        worker.watch.begin(job, control, budget_end)
+        worker.watch.begin(job, control, budget_end, slot=worker.slot, timeout=timeout)
+        alarm = timeout if timeout and not worker.slot else None
         atomic = runner is not None and runner.atomic
         result: AttemptResult | None = None
         signals.send(signals.job_started, job)
@@ -90,8 +94,8 @@ class AttemptRunner:
         leak = ""
         try:
             try:
-                if timeout:
-                    signal.setitimer(signal.ITIMER_REAL, timeout)
+                if alarm:
+                    signal.setitimer(signal.ITIMER_REAL, alarm)
                 worker.in_handler = True
                 if atomic:
                     result = self.run_atomic(job, runner, timeout, control)
@@ -99,7 +103,8 @@ class AttemptRunner:
                     result = self.call(job, runner, timeout, control)
             finally:
                 worker.in_handler = False
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                if alarm:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
                 # Before anything is written: the worker's writes must not join a
                 # transaction the handler left open.
                 leak = self.guard.after()
@@ -115,7 +120,7 @@ class AttemptRunner:
             )
         except WorkerShutdown:
             if result is None:
-                worker.watch.end()
+                worker.watch.end(worker.slot)
                 worker.set_current(None, None)
                 logger.warning(
                     "%s interrupted by shutdown; handed back to the queue", job_label(job)
@@ -129,7 +134,7 @@ class AttemptRunner:
                 exception=exception_path(exc),
             )
         finally:
-            worker.watch.end()
+            worker.watch.end(worker.slot)
             span.finish(result)
         if leak:
             result = left_open(job, leak)

@@ -57,8 +57,8 @@ class LeaseKeeper:
         self.interval = conf.heartbeat_seconds
         self.lease_seconds = conf.lease_seconds
         self.next_run = 0.0
-        #: pid → (job id, CPU ticks) at the last look.
-        self.seen: dict[int, tuple[int, int]] = {}
+        #: pid → (running job ids, CPU ticks) at the last look.
+        self.seen: dict[int, tuple[frozenset[int], int]] = {}
 
     def run(self, children: Iterable[Busy]) -> int:
         """Renew the running jobs of the children working on them; how many rows moved."""
@@ -78,21 +78,21 @@ class LeaseKeeper:
             return 0
 
     def working(self, children: Iterable[Busy]) -> list[tuple[int, str]]:
-        """(job id, worker id) of each child that has run on the CPU since the last look
-        while it still runs the same job."""
-        seen: dict[int, tuple[int, int]] = {}
+        """(job id, worker id) of each job that a child has run since the last look, while
+        the child used the CPU in between (with many slots, the jobs running at both looks)."""
+        seen: dict[int, tuple[frozenset[int], int]] = {}
         working = []
         for child in children:
-            job_id = child.current_job.value
+            running = frozenset(child.current_job.ids())
             pid = child.process.pid
-            if not job_id or child.process.exitcode is not None:
+            if not running or child.process.exitcode is not None:
                 continue
             state = cpu_state(pid)
             if state is None or state[0] in "TtZXx":
                 continue
-            seen[pid] = (job_id, state[1])
+            seen[pid] = (running, state[1])
             before = self.seen.get(pid)
-            if before is not None and before[0] == job_id and state[1] > before[1]:
-                working.append((job_id, child.worker_id))
+            if before is not None and state[1] > before[1]:
+                working += [(job_id, child.worker_id) for job_id in sorted(running & before[0])]
         self.seen = seen
         return working

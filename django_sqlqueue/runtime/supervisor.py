@@ -24,12 +24,14 @@ from typing import Any
 from django.db import DatabaseError, connections
 
 from ..conf import QueueSettings, get_settings
+from ..databases import queue_database
 from ..models import Worker
 from ..registry import registry
 from . import transitions
 from .budget import JobBudget, WorkerBudget
 from .chores import Chores
 from .heartbeat import close_quietly, new_worker_id
+from .in_flight import InFlight
 from .lease_keeper import LeaseKeeper
 from .maintenance import Maintenance
 from .observing import SupervisorTelemetry
@@ -52,13 +54,25 @@ EXIT_LOOP_FAILED = 70
 class Child:
     worker_id: str
     process: Any
-    #: Id of the job the worker is running (0: none), written by the worker itself.
-    current_job: Any
+    #: The jobs the worker is running, one cell per slot, written by the worker itself.
+    current_job: InFlight
     #: Its share of the --stop-after budget (None without it).
     budget: WorkerBudget | None = None
     #: Told to stop because --stop-after has nothing left for it.
     released: bool = False
     started: float = field(default_factory=time.monotonic)
+
+
+#: Threads of a worker process besides its slots that open a connection of their own: the
+#: claim loop, the heartbeat, the attempt watch and, on PostgreSQL, the LISTEN connection.
+THREADS_WITH_CONNECTIONS = 4
+
+
+def worst_case_connections(workers: int, concurrency: int) -> int:
+    """Connections a supervisor may hold at once: each worker's slots and its other threads
+    (a one-slot worker runs jobs in its claim loop's thread), and the supervisor's own."""
+    slots = concurrency if concurrency > 1 else 0
+    return workers * (slots + THREADS_WITH_CONNECTIONS) + 1
 
 
 def _context() -> Any:
@@ -193,6 +207,38 @@ class Supervisor:
             jobs_summary(registry.names()),
             f"; {self.tasks_line}" if self.tasks_line else "",
         )
+        self.check_connections()
+
+    def check_connections(self) -> None:
+        """Say how many database connections this supervisor may open at worst, and warn
+        when the server accepts fewer: a worker that cannot connect cannot run its jobs."""
+        concurrency = self.options.concurrency
+        if concurrency <= 1:
+            return
+        worst = worst_case_connections(self.size, concurrency)
+        try:
+            limit = queue_database(self.conf.database).max_connections()
+        except DatabaseError:
+            limit = None
+        logger.info(
+            "%d worker(s) x %d slots: up to %d database connections from this supervisor "
+            "(server limit: %s)",
+            self.size,
+            concurrency,
+            worst,
+            limit if limit is not None else "none",
+        )
+        if limit is not None and worst > limit:
+            logger.warning(
+                "Up to %d connections may be needed (%d workers x (%d slots + %d) + 1), but "
+                "the database accepts %d in all (max_connections): lower -n or --concurrency, "
+                "raise max_connections, or put a pooler in front (docs/deployment.md)",
+                worst,
+                self.size,
+                concurrency,
+                THREADS_WITH_CONNECTIONS,
+                limit,
+            )
 
     def run(self) -> int:
         self.install_signal_handlers()
@@ -268,7 +314,7 @@ class Supervisor:
                 child.process.kill()
                 child.process.join()
             with contextlib.suppress(Exception):  # best effort: leases expire otherwise
-                self.recover_child(child, "its supervisor failed", child.current_job.value)
+                self.recover_child(child, "its supervisor failed", child.current_job.ids())
         self.children.clear()
         return EXIT_LOOP_FAILED
 
@@ -306,7 +352,7 @@ class Supervisor:
         worker_id = new_worker_id()
         # A forked child must not share this process's database sockets.
         close_all_quietly()
-        current_job = self.context.Value("q", 0, lock=False)
+        current_job = InFlight(self.context, self.options.concurrency)
         budget = self.budget.slot(self.context) if self.budget else None
         process = self.context.Process(
             target=worker_main,
@@ -376,7 +422,7 @@ class Supervisor:
         # A worker clears its running job before it exits, however it stops: one that exits
         # while it still names a job died in a handler (os._exit(0) included), whatever the
         # status says.
-        running = child.current_job.value
+        running = child.current_job.ids()
         if not running:
             if code == 0 and (self.options.burst or self.stop_deadline is not None):
                 self.finished_slots += 1
@@ -385,7 +431,9 @@ class Supervisor:
                 return  # recycled after --max-jobs: fill() starts a fresh one
         why = f"process {child.process.pid} {describe_exit(code)}"
         if running and code in (0, EXIT_RECYCLE):
-            why += f" while running job {running}"
+            why += f" while running job{'s' if len(running) > 1 else ''} " + ", ".join(
+                str(job_id) for job_id in running
+            )
         logger.error("Worker %s %s", child.worker_id, why)
         self.recover_child(child, why, running)
         lived = time.monotonic() - child.started
@@ -405,12 +453,12 @@ class Supervisor:
                 logger.error("Worker %s did not stop; killing it", child.worker_id)
                 child.process.kill()
                 child.process.join()
-                self.recover_child(child, "killed at shutdown", child.current_job.value)
+                self.recover_child(child, "killed at shutdown", child.current_job.ids())
             self.children.clear()
             return True
         return False
 
-    def recover_child(self, child: Child, why: str, running: int) -> None:
+    def recover_child(self, child: Child, why: str, running: list[int]) -> None:
         """Act at once on the jobs of a worker known dead, and remove its row. With the
         database down this can wait: the jobs' leases expire, and any supervisor recovers
         them then; the stale row is removed by housekeeping."""

@@ -268,31 +268,32 @@ def recover_worker(
     worker_id: str,
     why: str,
     *,
-    running: int | None = None,
+    running: int | Sequence[int] | None = None,
     alias: str | None = None,
     backoff_for: BackoffFor | None = None,
 ) -> dict[str, int]:
     """The worker process is known to be dead: act on its jobs without waiting for leases.
 
-    `running` is the job it was running when it died, if known: that attempt is spent (the
-    job may well have caused the crash). Jobs it had claimed but not started go back to the
-    queue unspent, in one statement. When `running` is unknown, every job it held counts as
-    lost.
+    `running` is the job, or the jobs (one per slot), it was running when it died, if known:
+    those attempts are spent (a job may well have caused the crash). Jobs it had claimed but
+    not started go back to the queue unspent, in one statement. When `running` is unknown,
+    every job it held counts as lost.
     """
     held = Q(lease_owner=worker_id)
     if running is None:
         return recover(
             held, f"Worker {{worker}} was lost: {why}.", alias=alias, backoff_for=backoff_for
         )
+    running = [running] if isinstance(running, int) else list(running)
     counts = recover(
-        held & Q(id=running),
+        held & Q(id__in=running),
         f"Worker {{worker}} was lost: {why}.",
         alias=alias,
         backoff_for=backoff_for,
     )
     unstarted = [
         ClaimedJob.from_model(job)
-        for job in jobs(alias).filter(held, status=Status.RUNNING).exclude(id=running)
+        for job in jobs(alias).filter(held, status=Status.RUNNING).exclude(id__in=running)
     ]
     reason = f"Worker {worker_id} was lost ({why}) before starting it."
     counts["released"] = release_many(unstarted, reason, alias=alias) if unstarted else 0

@@ -6,6 +6,11 @@
   cancel request is noticed; a handler that has not stopped CANCEL_GRACE_SECONDS after the
   request is interrupted, and one deaf to that too costs its process.
 
+A worker running many jobs at once (runworkers --concurrency) has one watch for all its
+slots. A slot's thread cannot be interrupted, so for its attempts the watch also keeps the
+time limit: past it the handler is asked to stop (`context.cancel_requested`), and one deaf to
+that, or to its cancel, for HARD_STOP_GRACE costs the process (`deaf`).
+
 It ticks only while the worker has a batch in hand and sleeps otherwise, so a worker with
 nothing to do costs nothing, and a short job costs it no more than a few attribute writes.
 """
@@ -48,6 +53,10 @@ class Attempt:
     next_report: float = 0.0
     cancel_deadline: float | None = None
     interrupted_at: float | None = None
+    #: A slot's attempt (a thread the watch cannot interrupt): its time limit (None: none).
+    threaded: bool = False
+    timeout_at: float | None = None
+    deaf: bool = False
 
 
 class AttemptWatch(threading.Thread):
@@ -58,6 +67,7 @@ class AttemptWatch(threading.Thread):
         hand_back: Callable[[], None],
         interrupt: Callable[[], None],
         hard_stop: Callable[[ClaimedJob], None],
+        deaf: Callable[[ClaimedJob, str], None] | None = None,
     ) -> None:
         super().__init__(name="sqlqueue-attempt-watch", daemon=True)
         self.alias = alias
@@ -65,9 +75,16 @@ class AttemptWatch(threading.Thread):
         self.hand_back = hand_back
         self.interrupt = interrupt
         self.hard_stop = hard_stop
-        self.attempt: Attempt | None = None
+        self.deaf = deaf
+        #: The attempts running, by slot (0: the worker's main thread).
+        self.attempts: dict[int, Attempt] = {}
         self.busy = threading.Event()
         self.stopped = threading.Event()
+
+    @property
+    def attempt(self) -> Attempt | None:
+        """The main thread's attempt (a one-slot worker's only one)."""
+        return self.attempts.get(0)
 
     # Called by the worker loop -----------------------------------------------------------
 
@@ -75,15 +92,33 @@ class AttemptWatch(threading.Thread):
         self.busy.set()
 
     def batch_finished(self) -> None:
-        self.attempt = None
+        self.attempts.clear()
         self.busy.clear()
 
-    def begin(self, job: ClaimedJob, control: AttemptControl, hand_back_at: float | None) -> None:
+    def begin(
+        self,
+        job: ClaimedJob,
+        control: AttemptControl,
+        hand_back_at: float | None,
+        *,
+        slot: int = 0,
+        timeout: float | None = None,
+    ) -> None:
+        """An attempt starts. `timeout` is kept here for a slot's thread (slot > 0), which no
+        signal can interrupt; the main thread keeps its own with SIGALRM."""
         now = time.monotonic()
-        self.attempt = Attempt(job, control, now, hand_back_at, next_report=now + REPORT_INTERVAL)
+        self.attempts[slot] = Attempt(
+            job,
+            control,
+            now,
+            hand_back_at,
+            next_report=now + REPORT_INTERVAL,
+            threaded=slot > 0,
+            timeout_at=now + timeout if slot > 0 and timeout else None,
+        )
 
-    def end(self) -> None:
-        self.attempt = None
+    def end(self, slot: int = 0) -> None:
+        self.attempts.pop(slot, None)
 
     def stop(self) -> None:
         self.stopped.set()
@@ -98,14 +133,12 @@ class AttemptWatch(threading.Thread):
                 self.busy.wait()
                 if self.stopped.wait(TICK):
                     return
-                attempt = self.attempt
-                if attempt is None:
-                    continue
-                try:
-                    self.look_at(attempt, time.monotonic())
-                except Exception:  # never die silently: the next look may do better
-                    logger.exception("Job %s: the attempt watch failed", attempt.job.id)
-                    close_quietly(self.alias)
+                for attempt in list(self.attempts.values()):
+                    try:
+                        self.look_at(attempt, time.monotonic())
+                    except Exception:  # never die silently: the next look may do better
+                        logger.exception("Job %s: the attempt watch failed", attempt.job.id)
+                        close_quietly(self.alias)
         finally:
             close_quietly(self.alias)
 
@@ -116,7 +149,9 @@ class AttemptWatch(threading.Thread):
         if now >= attempt.next_report:
             attempt.next_report = now + REPORT_INTERVAL
             self.report(attempt, now)
-        if attempt.cancel_deadline is not None:
+        if attempt.threaded:
+            self.look_at_thread(attempt, now)
+        elif attempt.cancel_deadline is not None:
             if attempt.interrupted_at is None and now >= attempt.cancel_deadline:
                 attempt.interrupted_at = now
                 logger.warning(
@@ -132,6 +167,27 @@ class AttemptWatch(threading.Thread):
                 and self.attempt is attempt
             ):
                 self.hard_stop(attempt.job)
+
+    def look_at_thread(self, attempt: Attempt, now: float) -> None:
+        """A slot's attempt: ask it to stop at its time limit; a handler still running
+        HARD_STOP_GRACE after that, or after its cancel grace, is deaf."""
+        if attempt.deaf or self.deaf is None:
+            return
+        if attempt.timeout_at is not None and now >= attempt.timeout_at:
+            if not attempt.control.timed_out.is_set():
+                logger.warning(
+                    "Job %s %s ran past its time limit; asking it to stop",
+                    attempt.job.id,
+                    attempt.job.name,
+                )
+                attempt.control.timed_out.set()
+            elif now - attempt.timeout_at >= HARD_STOP_GRACE:
+                attempt.deaf = True
+                self.deaf(attempt.job, "timeout")
+                return
+        if attempt.cancel_deadline is not None and now >= attempt.cancel_deadline + HARD_STOP_GRACE:
+            attempt.deaf = True
+            self.deaf(attempt.job, "cancel")
 
     def report(self, attempt: Attempt, now: float) -> None:
         """Write the attempt's progress, if it changed, and look for a cancel request."""

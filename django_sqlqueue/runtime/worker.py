@@ -14,8 +14,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError, connections
@@ -38,8 +36,11 @@ from .hard_stop import EXIT_HUNG, HardStops
 from .heartbeat import Heartbeat, delete_worker_row, insert_worker_row
 from .recording import OutcomeRecorder
 from .runner import JobRunner
+from .slots import SlotPool
+from .starts import JobStarts
 from .stop_event import StopEvent
 from .watch import AttemptWatch
+from .worker_options import WorkerOptions
 
 logger = logging.getLogger("django_sqlqueue")
 
@@ -52,15 +53,7 @@ EXIT_RECYCLE = 75
 __all__ = ["CLAIM_BUDGET_SECONDS", "EXIT_HUNG", "EXIT_RECYCLE", "JobWorker", "WorkerOptions"]
 
 
-@dataclass(frozen=True)
-class WorkerOptions:
-    queues: Sequence[str] = ()
-    burst: bool = False
-    max_jobs: int | None = None
-    batch_size: int | None = None
-
-
-class JobWorker(HardStops):
+class JobWorker(JobStarts, HardStops):
     """The loop of one worker process. Its claimer and waiter default to the queue database's;
     tests pass their own to drive the loop in-process."""
 
@@ -87,6 +80,10 @@ class JobWorker(HardStops):
         self.current_control: AttemptControl | None = None
         self.current_deadline: float | None = None
         self.in_handler = False
+        #: The main thread runs attempts itself (slot 0) unless the worker has a pool.
+        self.slot = 0
+        #: The supervisor's second signal came (SIGUSR1): running jobs go back at once.
+        self.interrupted = False
         self.jobs_done = 0
         self.estimates = DurationEstimates()
         #: When the leases of the jobs in hand were last known good (claim or renewal).
@@ -104,13 +101,16 @@ class JobWorker(HardStops):
             worker_id, self.alias, self.activity, self.conf.lease_seconds
         )
         self.attempts = AttemptRunner(self)
-        self.watch = AttemptWatch(
+        self.watch: AttemptWatch = AttemptWatch(
             self.alias,
             self.conf.cancel_grace_seconds,
             hand_back=self.hand_back_unstarted,
             interrupt=lambda: os.kill(os.getpid(), signal.SIGUSR2),
             hard_stop=self.stop_deaf_handler,
         )
+        self.pool = SlotPool(self, options.concurrency) if options.concurrency > 1 else None
+        if self.pool is not None:
+            self.watch.deaf = self.pool.deaf_handler
 
     # Signals -------------------------------------------------------------------------------
 
@@ -133,6 +133,7 @@ class JobWorker(HardStops):
         self.stopping.set_from_signal()
 
     def _on_interrupt(self, signum: int, frame: Any) -> None:
+        self.interrupted = True
         self.stopping.set_from_signal()
         if self.in_handler:
             raise WorkerShutdown()
@@ -157,7 +158,7 @@ class JobWorker(HardStops):
             self.alias,
             self.conf.heartbeat_seconds,
             self.conf.lease_seconds,
-            current_job=lambda: self.current.id if self.current else None,
+            current_job=self.running_job_id,
             held_jobs=self.held_job_ids,
             jobs_done=lambda: self.jobs_done,
             on_orphaned=self.stopping.set,
@@ -168,6 +169,9 @@ class JobWorker(HardStops):
         heartbeat.start()
         self.watch.start()
         try:
+            if self.pool is not None:
+                self.pool.start()
+                return self.recycled_or(self.pool.work())
             return self.work()
         finally:
             self.recorder.flush()
@@ -213,14 +217,24 @@ class JobWorker(HardStops):
             self.between_batches()
         return 0
 
+    def recycled_or(self, code: int) -> int:
+        """A pool's exit status: EXIT_RECYCLE once --max-jobs jobs are done."""
+        if code == 0 and self.options.max_jobs and self.jobs_done >= self.options.max_jobs:
+            logger.info("Worker %s: %d jobs done, recycling", self.worker_id, self.jobs_done)
+            return EXIT_RECYCLE
+        return code
+
     def between_batches(self) -> None:
         """What Django's request cycle does to connections, without a reconnect per job."""
         refresh_connections()
 
-    def claim(self) -> list[ClaimedJob]:
+    def claim(self, limit: int | None = None) -> list[ClaimedJob]:
         """Claim a batch, keep what fits the time budget by each job's own estimate, and
-        hand the surplus back at once, unspent."""
-        size = self.claim_size()
+        hand the surplus back at once, unspent. With a `limit` (a pool's free slots), claim
+        that many, each to start at once: nothing is kept for later, nothing handed back."""
+        size = self.claim_size() if limit is None else limit
+        # A claim keeps no more concurrency-limited jobs than it can start at once.
+        self.claimer.slot_count = 1 if limit is None else limit
         if self.budget is not None:
             # --stop-after: claim no more than the jobs left to run; with none left for now,
             # wait as if idle (the supervisor stops this worker once all started).
@@ -241,7 +255,7 @@ class JobWorker(HardStops):
             self.give_back(size)
             raise
         self.leases_confirmed = time.monotonic()
-        kept, surplus = self.estimates.keep(jobs)
+        kept, surplus = (jobs, []) if limit is not None else self.estimates.keep(jobs)
         if surplus:
             self.claimer.unclaim(self.worker_id, surplus)
         self.give_back(size - len(kept))
@@ -276,43 +290,6 @@ class JobWorker(HardStops):
         self.unclaim_quietly(dropped)
         return None
 
-    def may_start(self, job: ClaimedJob) -> bool:
-        """Ask the flow gate whether `job` may start now (a rate limit counts starts); a job
-        that may not is parked by it. If the database cannot answer, the job is handed back."""
-        try:
-            if self.claimer.admit_start(self.worker_id, job):
-                return True
-            self.give_back(1)
-            return False
-        except DatabaseError as exc:
-            logger.warning(
-                "Worker %s: could not count job %s's start (%s); handing it back",
-                self.worker_id,
-                job.id,
-                exc,
-            )
-            reset_connection(connections[self.alias])
-            self.give_back(1)
-            self.unclaim_quietly([job])
-            return False
-
-    def free_slot(self, job: ClaimedJob) -> None:
-        """`job` held a concurrency slot and left `running`: wake the next job of its key for
-        any worker. A success recorded with its batch frees its slot at the next claim. If
-        the database cannot answer, the next job waits for its own due time (a few seconds)."""
-        if job.id not in self.claimer.slots or job.id in self.recorder.succeeded_ids():
-            return
-        try:
-            self.claimer.free_slot(job.id)
-        except DatabaseError as exc:
-            logger.warning(
-                "Worker %s: could not wake the next job of job %s's concurrency key (%s)",
-                self.worker_id,
-                job.id,
-                exc,
-            )
-            reset_connection(connections[self.alias])
-
     def holds_more(self) -> bool:
         return bool(self.held)
 
@@ -340,7 +317,16 @@ class JobWorker(HardStops):
         current = self.current
         if current is not None:
             ids.append(current.id)
+        if self.pool is not None:
+            ids += self.pool.running_ids()
         return ids
+
+    def running_job_id(self) -> int | None:
+        """The job the workers table shows as running (a pool's first busy slot's)."""
+        if self.current is not None:
+            return self.current.id
+        running = self.pool.running_ids() if self.pool is not None else []
+        return running[0] if running else None
 
     def claim_size(self) -> int:
         """How many jobs to claim now: what fits the time budget, never past --max-jobs."""
@@ -398,17 +384,6 @@ class JobWorker(HardStops):
         self.give_back(len(held))
         returned = self.unclaim_quietly(held)
         logger.debug("Worker %s: handed back %d jobs behind a long one", self.worker_id, returned)
-
-    def unclaim_quietly(self, jobs: list[ClaimedJob]) -> int:
-        """Hand back jobs this worker will not start (fenced: those it lost stay with their
-        new owner). When the database cannot be written, lease recovery takes them once
-        this worker's heartbeat runs past their lease without renewing it."""
-        try:
-            return queue_database(self.alias).claimer().unclaim(self.worker_id, jobs)
-        except DatabaseError as exc:
-            logger.warning("Worker %s: could not hand back jobs (%s)", self.worker_id, exc)
-            connections[self.alias].close()
-            return 0
 
     # The running job -----------------------------------------------------------------------
 

@@ -278,3 +278,64 @@ def rated_slow(context, label="rated-slow", seconds=0.9):
     """Records its start as its handler begins, then works: a rate counts handler starts."""
     _record(context, label)
     time.sleep(seconds)
+
+
+@job("tests.rendezvous", takes_context=True)
+def rendezvous(context, quorum, label="meet", patience=60.0):
+    """Starts, then waits until `quorum` jobs of its label have started: it finishes only if
+    that many run at once (or ran before it), so a worker that overlaps fewer fails it."""
+    _record(context, f"{label}-start")
+    deadline = time.monotonic() + patience
+    while Execution.objects.filter(label=f"{label}-start").count() < quorum:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fewer than {quorum} {label} jobs started within {patience} s")
+        time.sleep(0.02)
+    _record(context, f"{label}-end")
+    return label
+
+
+@job("tests.stall_first", takes_context=True, max_attempts=3)
+def stall_first(context, seconds=600.0):
+    """Its first attempt waits for `seconds` (long enough to be killed in); later ones return."""
+    _record(context, f"stall-{context.attempt}")
+    if context.attempt == 1:
+        time.sleep(seconds)
+    return context.attempt
+
+
+@job("tests.deaf_to_timeout", takes_context=True, timeout=1, max_attempts=2)
+def deaf_to_timeout(context, seconds=60.0):
+    """Its first attempt ignores its time limit (a slot thread is only asked to stop); the
+    second returns at once."""
+    _record(context, f"deaf-{context.attempt}")
+    if context.attempt == 1:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+    return context.attempt
+
+
+@job("tests.polite_to_timeout", takes_context=True, timeout=1, max_attempts=1)
+def polite_to_timeout(context):
+    """Stops at the first safe point past its time limit."""
+    _record(context, "polite-start")
+    while True:
+        context.raise_if_cancelled()
+        time.sleep(0.05)
+
+
+@job("tests.async_rendezvous", takes_context=True)
+async def async_rendezvous(context, quorum, label="async-meet", patience=60.0):
+    """`rendezvous` as an `async def` handler, waiting with asyncio.sleep."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(_record)(context, f"{label}-start")
+    deadline = time.monotonic() + patience
+    while await Execution.objects.filter(label=f"{label}-start").acount() < quorum:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fewer than {quorum} {label} jobs started within {patience} s")
+        await asyncio.sleep(0.02)
+    await sync_to_async(_record)(context, f"{label}-end")
+    return label

@@ -84,6 +84,13 @@ class Command(BaseCommand):
             help="Jobs claimed per round trip.",
         )
         parser.add_argument(
+            "-c",
+            "--concurrency",
+            type=bounded_int(1000),
+            default=None,
+            help="Jobs each worker process runs at once, in threads (default: CONCURRENCY, 1).",
+        )
+        parser.add_argument(
             "--reload",
             action="store_true",
             help="Development only: restart the supervisor and its workers when code changes.",
@@ -118,6 +125,8 @@ class Command(BaseCommand):
             raise CommandError("--grace-period must not be negative.")
         if options["batch_size"] is not None and options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1.")
+        if options["concurrency"] is not None and options["concurrency"] < 1:
+            raise CommandError("-c/--concurrency must be at least 1.")
         if options["reload"] and (options["burst"] or options["stop_after"] is not None):
             raise CommandError("--reload runs until stopped: drop --burst and --stop-after.")
         if options["reload"] and not reloadable():
@@ -141,6 +150,7 @@ class Command(BaseCommand):
                 burst=options["burst"],
                 max_jobs=options["max_jobs"],
                 batch_size=options["batch_size"],
+                concurrency=options["concurrency"] or conf.concurrency,
             ),
             grace_period=options["grace_period"],
             conf=conf,
