@@ -109,6 +109,35 @@ def queue_rate_limits(value: Any) -> dict[str, Any]:
     return limits
 
 
+#: Most jobs one worker process runs at once (-c/--concurrency, a queue's slots).
+MAX_CONCURRENCY = 1000
+
+
+def slot_count(value: Any, subject: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
+        raise SettingError(
+            f"{subject}must be an integer from 1 to {MAX_CONCURRENCY}, got {value!r}."
+        )
+    return value
+
+
+def queue_slots(value: Any) -> dict[str, int]:
+    """{"webhooks": {"concurrency": 50}}: queues whose jobs get worker processes of their
+    own, with that many slots each (runtime/worker_plans.py)."""
+    example = '{"webhooks": {"concurrency": 50}}'
+    if not isinstance(value, dict):
+        raise SettingError(f"must be a dict such as {example}, got {value!r}.")
+    slots = {}
+    for queue, options in value.items():
+        name = queue_name(queue)
+        if not isinstance(options, dict) or set(options) != {"concurrency"}:
+            raise SettingError(
+                f'queue {queue!r} must map to {{"concurrency": <slots>}}, got {options!r}.'
+            )
+        slots[name] = slot_count(options["concurrency"], f"queue {queue!r}: concurrency ")
+    return slots
+
+
 def priority(value: Any) -> int:
     try:
         return check_priority(value)
@@ -246,8 +275,11 @@ class QueueSettings:
     )
     poll_interval = Setting(1.0, number(0.001), "Longest sleep of an idle worker.")
     batch_size = Setting(20, number(1, integer=True), "Most jobs claimed per round trip.")
-    concurrency = Setting(
-        1, number(1, integer=True), "Jobs each worker process runs at once, in threads."
+    concurrency = Setting(1, slot_count, "Jobs each worker process runs at once, in threads.")
+    queues = Setting(
+        {},
+        queue_slots,
+        'Queues with worker processes of their own: {"webhooks": {"concurrency": 50}}.',
     )
     queue_rate_limits = Setting(
         {}, queue_rate_limits, 'Most job starts per period, per queue: {"mail": "100/m"}.'

@@ -130,6 +130,8 @@ SQLQUEUE = {
     "SCHEDULES": json.loads(os.environ.get("SQLQUEUE_TEST_SCHEDULES", "{}")),
     # Per-queue rate limits of the workers a test starts (tests/workers/test_flow_limits.py).
     "QUEUE_RATE_LIMITS": json.loads(os.environ.get("SQLQUEUE_TEST_QUEUE_RATE_LIMITS", "{}")),
+    # Queues with worker processes of their own (tests/workers/test_concurrency.py).
+    "QUEUES": json.loads(os.environ.get("SQLQUEUE_TEST_QUEUES", "{}")),
 }
 LOGGING: dict[str, Any] = {
     "version": 1,

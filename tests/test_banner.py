@@ -69,11 +69,15 @@ def test_no_alias_uses_the_backend() -> None:
 # The connections a supervisor with slots may need (runworkers --concurrency) ------------
 
 
-def test_one_slot_workers_hold_three_connections_each_and_slots_add_theirs() -> None:
+def test_workers_hold_four_connections_each_besides_their_slots() -> None:
     from django_sqlqueue.runtime.supervisor import worst_case_connections
+    from django_sqlqueue.runtime.worker import WorkerOptions
+    from django_sqlqueue.runtime.worker_plans import plan_workers
 
-    assert worst_case_connections(4, 1) == 4 * 4 + 1
-    assert worst_case_connections(2, 50) == 2 * (50 + 4) + 1
+    assert worst_case_connections(plan_workers(4, WorkerOptions())) == 4 * 4 + 1
+    assert worst_case_connections(plan_workers(2, WorkerOptions(concurrency=50))) == 2 * 54 + 1
+    plans = plan_workers(2, WorkerOptions(concurrency=3), {"webhooks": 50, "reports": 1})
+    assert worst_case_connections(plans) == 2 * 54 + 2 * 4 + 2 * 7 + 1
 
 
 @pytest.mark.django_db

@@ -67,12 +67,15 @@ class Claimer:
         limit: int,
         lease_seconds: float,
         now: datetime,
+        excluded: Sequence[str] = (),
     ) -> list[ClaimedJob]:
         """Claim up to `limit` ready jobs for `worker_id`, with `now` as their `started_at`
-        (which each ClaimedJob carries), `lease_seconds` from now. Paused queues are left
-        out: named queues are dropped from the list, and a claim across all queues excludes
-        them; with none paused the vendor's claim runs exactly as it would without pausing."""
-        excluded: tuple[str, ...] = ()
+        (which each ClaimedJob carries), `lease_seconds` from now. With no `queues`, from every
+        queue but the `excluded` ones (those other workers of the supervisor serve). Paused
+        queues are left out: named queues are dropped from the list, and a claim across all
+        queues excludes them; with none paused the vendor's claim runs exactly as it would
+        without pausing."""
+        excluded = tuple(excluded)
         paused = self.paused.current()
         if paused:
             if queues:
@@ -80,7 +83,7 @@ class Claimer:
                 if not queues:
                     return []
             else:
-                excluded = tuple(sorted(paused))
+                excluded = tuple(sorted(paused | set(excluded)))
         if self.slots:
             # Jobs of the last batch that never started, or whose slots were not freed when
             # they ended: their slots are free now (the woken jobs due by this claim's `now`).
@@ -111,11 +114,11 @@ class Claimer:
         self.park(worker_id, [job], due)
         return False
 
-    def holds_back(self, queues: Sequence[str] | None = None) -> bool:
+    def holds_back(self, queues: Sequence[str] | None = None, excluded: Sequence[str] = ()) -> bool:
         """True while jobs a flow limit held back wait to be due: work is left, only waiting.
         One indexed read, made only by a `--burst` worker that found nothing to claim (a
         job parked for a slot may be woken, claimed and done long before its due time)."""
-        queue_sql, queue_params = self.queue_filter(queues)
+        queue_sql, queue_params = self.queue_filter(queues, excluded)
         with self.connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT 1 FROM {self.table} WHERE {self.claimable_sql}{queue_sql} "

@@ -356,7 +356,7 @@ class SlotPool:
                     self.wait_for_change(finishes)
                     continue
                 # Jobs parked by a flow limit are due work: --burst waits for them.
-                if not worker.claimer.holds_back(worker.options.queues):
+                if not worker.claimer.holds_back(worker.options.queues, worker.options.excluded):
                     break
             # New work wakes it as it wakes an idle one-slot worker (NOTIFY, data_version).
             worker.waiter.wait()

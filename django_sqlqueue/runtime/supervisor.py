@@ -17,7 +17,8 @@ import multiprocessing.connection
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from .observing import SupervisorTelemetry
 from .runner import backoff_for
 from .scheduler import Scheduler
 from .worker import EXIT_HUNG, EXIT_RECYCLE, STOP_SIGNALS, WorkerOptions
+from .worker_plans import WorkerPlan, plan_workers
 from .worker_process import worker_main
 
 logger = logging.getLogger("django_sqlqueue")
@@ -56,6 +58,8 @@ class Child:
     process: Any
     #: The jobs the worker is running, one cell per slot, written by the worker itself.
     current_job: InFlight
+    #: The plan it was started for: its replacement is started for the same one.
+    plan: int = 0
     #: Its share of the --stop-after budget (None without it).
     budget: WorkerBudget | None = None
     #: Told to stop because --stop-after has nothing left for it.
@@ -68,11 +72,14 @@ class Child:
 THREADS_WITH_CONNECTIONS = 4
 
 
-def worst_case_connections(workers: int, concurrency: int) -> int:
+def worst_case_connections(plans: Sequence[WorkerPlan]) -> int:
     """Connections a supervisor may hold at once: each worker's slots and its other threads
     (a one-slot worker runs jobs in its claim loop's thread), and the supervisor's own."""
-    slots = concurrency if concurrency > 1 else 0
-    return workers * (slots + THREADS_WITH_CONNECTIONS) + 1
+    total = 1
+    for plan in plans:
+        slots = plan.options.concurrency if plan.options.concurrency > 1 else 0
+        total += plan.count * (THREADS_WITH_CONNECTIONS + slots)
+    return total
 
 
 def _context() -> Any:
@@ -133,8 +140,12 @@ class Supervisor:
         tasks_line: str = "",
         scheduler: bool = True,
         metrics_address: tuple[str, int] | None = None,
+        queue_slots: Mapping[str, int] | None = None,
     ) -> None:
-        self.size = workers
+        #: The worker processes to run: `workers` alike, or as many for each queue with
+        #: slots of its own and for the other queues (worker_plans.py).
+        self.plans = plan_workers(workers, options, queue_slots)
+        self.size = sum(plan.count for plan in self.plans)
         #: What the banner says of the Tasks framework's tasks (the command describes them).
         self.tasks_line = tasks_line
         self.options = options
@@ -147,6 +158,8 @@ class Supervisor:
         self.restart_delay = 0.0
         self.next_spawn = 0.0
         self.finished_slots = 0
+        #: Plan → how many of its workers finished for good (--burst, stopping).
+        self.finished: Counter[int] = Counter()
         self.context = _context()
         #: Housekeeping; its lease recovery spares this supervisor's live workers.
         self.maintenance = Maintenance(self.conf, self.live_children)
@@ -199,7 +212,9 @@ class Supervisor:
             "mode: %s, jobs: %s%s",
             os.getpid(),
             self.size,
-            ", ".join(self.options.queues) or "all",
+            (", ".join(self.options.queues) or "all")
+            if len(self.plans) == 1
+            else "; ".join(plan.describe() for plan in self.plans),
             self.conf.database,
             connection.vendor,
             ("burst" if self.options.burst else "continuous")
@@ -212,30 +227,26 @@ class Supervisor:
     def check_connections(self) -> None:
         """Say how many database connections this supervisor may open at worst, and warn
         when the server accepts fewer: a worker that cannot connect cannot run its jobs."""
-        concurrency = self.options.concurrency
-        if concurrency <= 1:
+        if all(plan.options.concurrency <= 1 for plan in self.plans):
             return
-        worst = worst_case_connections(self.size, concurrency)
+        worst = worst_case_connections(self.plans)
         try:
             limit = queue_database(self.conf.database).max_connections()
         except DatabaseError:
             limit = None
         logger.info(
-            "%d worker(s) x %d slots: up to %d database connections from this supervisor "
-            "(server limit: %s)",
-            self.size,
-            concurrency,
+            "Workers: %s; up to %d database connections from this supervisor (server limit: %s)",
+            "; ".join(plan.describe() for plan in self.plans),
             worst,
             limit if limit is not None else "none",
         )
         if limit is not None and worst > limit:
             logger.warning(
-                "Up to %d connections may be needed (%d workers x (%d slots + %d) + 1), but "
-                "the database accepts %d in all (max_connections): lower -n or --concurrency, "
-                "raise max_connections, or put a pooler in front (docs/deployment.md)",
+                "Up to %d connections may be needed (each worker: its slots + %d, and 1 for "
+                "the supervisor), but the database accepts %d in all (max_connections): lower "
+                "-n or --concurrency, raise max_connections, or put a pooler in front "
+                "(docs/deployment.md)",
                 worst,
-                self.size,
-                concurrency,
                 THREADS_WITH_CONNECTIONS,
                 limit,
             )
@@ -259,7 +270,8 @@ class Supervisor:
         gc.collect()
         gc.freeze()
         # Workers first: they can claim ready jobs while housekeeping recovers expired ones.
-        self.spawn_workers(self.size)
+        for index, plan in enumerate(self.plans):
+            self.spawn_workers(plan.count, index)
         if self.stop_deadline is None:
             self.chores.run("scheduler", self.schedule)
             self.chores.run("maintenance", self.maintenance.run)
@@ -341,22 +353,23 @@ class Supervisor:
             return TICK
         return min(TICK, self.scheduler.seconds_until_due())
 
-    def spawn_workers(self, count: int) -> None:
-        """Start up to `count` workers, none once a stop signal has come."""
+    def spawn_workers(self, count: int, plan: int = 0) -> None:
+        """Start up to `count` workers of `plan`, none once a stop signal has come."""
         for _ in range(count):
             if self.stop_deadline is not None:
                 return
-            self.spawn()
+            self.spawn(plan)
 
-    def spawn(self) -> None:
+    def spawn(self, plan: int = 0) -> None:
         worker_id = new_worker_id()
+        options = self.plans[plan].options
         # A forked child must not share this process's database sockets.
         close_all_quietly()
-        current_job = InFlight(self.context, self.options.concurrency)
+        current_job = InFlight(self.context, options.concurrency)
         budget = self.budget.slot(self.context) if self.budget else None
         process = self.context.Process(
             target=worker_main,
-            args=(worker_id, self.options, current_job, budget),
+            args=(worker_id, options, current_job, budget),
             name=f"sqlqueue-{worker_id}",
         )
         # Fork with the stop signals held back, so that none is lost in start-up. The child
@@ -369,7 +382,7 @@ class Supervisor:
             if self.stop_deadline is not None:
                 return
             process.start()
-            self.children[process.pid] = Child(worker_id, process, current_job, budget)
+            self.children[process.pid] = Child(worker_id, process, current_job, plan, budget)
 
     def wait_for_children(self, timeout: float) -> None:
         """Sleep up to `timeout`, waking as soon as a worker exits (a burst run then ends at
@@ -382,10 +395,13 @@ class Supervisor:
 
     def fill(self) -> None:
         """Replace workers that died, backing off if they keep dying at once."""
-        missing = self.size - len(self.children) - self.finished_slots
-        if missing <= 0 or time.monotonic() < self.next_spawn:
+        if time.monotonic() < self.next_spawn:
             return
-        self.spawn_workers(missing)
+        running = Counter(child.plan for child in self.children.values())
+        for index, plan in enumerate(self.plans):
+            missing = plan.count - running[index] - self.finished[index]
+            if missing > 0:
+                self.spawn_workers(missing, index)
 
     def all_jobs_started(self) -> bool:
         """--stop-after: every one of its jobs has started (False without it)."""
@@ -426,6 +442,7 @@ class Supervisor:
         if not running:
             if code == 0 and (self.options.burst or self.stop_deadline is not None):
                 self.finished_slots += 1
+                self.finished[child.plan] += 1
                 return
             if code in (0, EXIT_RECYCLE):
                 return  # recycled after --max-jobs: fill() starts a fresh one

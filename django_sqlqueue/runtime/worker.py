@@ -195,7 +195,9 @@ class JobWorker(JobStarts, HardStops):
                 continue
             if not jobs:
                 # Jobs parked by a flow limit are due work: --burst waits for them.
-                if self.options.burst and not self.claimer.holds_back(self.options.queues):
+                if self.options.burst and not self.claimer.holds_back(
+                    self.options.queues, self.options.excluded
+                ):
                     break
                 self.waiter.wait()
                 continue
@@ -247,6 +249,7 @@ class JobWorker(JobStarts, HardStops):
                     size,
                     self.conf.lease_seconds,
                     timezone.now(),
+                    self.options.excluded,
                 )
                 if size
                 else []

@@ -52,19 +52,20 @@ class RecordingClaimer(Claimer):
         limit: int,
         lease_seconds: float,
         now: datetime,
+        excluded: Sequence[str] = (),
     ) -> list[ClaimedJob]:
         if self.failures:
             self.failures -= 1
             raise OperationalError("connection refused (injected)")
         self.sizes.append(limit)
-        jobs = self.real.claim(worker_id, queues, limit, lease_seconds, now)
+        jobs = self.real.claim(worker_id, queues, limit, lease_seconds, now, excluded)
         self.claimed.append([j.id for j in jobs])
         if self.after_claim and self.worker and jobs:
             self.after_claim(self.worker)
         return jobs
 
-    def holds_back(self, queues: Sequence[str] | None = None) -> bool:
-        return self.real.holds_back(queues)
+    def holds_back(self, queues: Sequence[str] | None = None, excluded: Sequence[str] = ()) -> bool:
+        return self.real.holds_back(queues, excluded)
 
     def admit_start(self, worker_id: str, job: ClaimedJob) -> bool:
         return self.real.admit_start(worker_id, job)

@@ -339,3 +339,17 @@ async def async_rendezvous(context, quorum, label="async-meet", patience=60.0):
         await asyncio.sleep(0.02)
     await sync_to_async(_record)(context, f"{label}-end")
     return label
+
+
+@job("tests.behind_gate", takes_context=True)
+def behind_gate(context, gate="gate", label="gated", patience=120.0):
+    """Waits until the Counter row `gate` is at least 1: jobs that hold their slots for as
+    long as the test wants."""
+    _record(context, f"{label}-start")
+    deadline = time.monotonic() + patience
+    while not Counter.objects.filter(name=gate, value__gte=1).exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gate {gate!r} stayed shut for {patience} s")
+        time.sleep(0.02)
+    _record(context, f"{label}-end")
+    return label

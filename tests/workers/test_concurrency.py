@@ -14,6 +14,7 @@ from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
 from tests.testapp.jobs import (
     async_rendezvous,
+    behind_gate,
     cooperative,
     deaf_to_timeout,
     increment,
@@ -179,3 +180,58 @@ def test_atomic_jobs_in_parallel_slots_commit_once_each(workers):
     workers.run("--burst", "-n", "1", "--concurrency", "8", timeout=180)
     assert statuses() == {"completed": 40}
     assert Counter.objects.get(name="atomic").value == 40
+
+
+# Queues with worker processes of their own --------------------------------------------
+
+
+def running_in(queue: str) -> int:
+    return Job.objects.filter(queue=queue, status=Status.RUNNING).count()
+
+
+def test_a_flooded_queue_never_takes_another_queues_slots(workers):
+    """`--queues flood:3,other:2`: flood's backlog fills its own 3 slots, never other's."""
+    Counter.objects.create(name="gate", value=0)
+    flood = [behind_gate.using(queue="flood").enqueue(label="flood") for _ in range(20)]
+    supervisor = workers.start("-n", "1", "--queues", "flood:3,other:2")
+    wait_for(lambda: started("flood-start") == 3, timeout=60)
+    others = [behind_gate.using(queue="other").enqueue(label="other") for _ in range(2)]
+    wait_for(lambda: started("other-start") == 2, timeout=60)
+    assert running_in("flood") == 3 and started("flood-start") == 3
+    assert running_in("other") == 2
+    pids = {queue: set() for queue in ("flood", "other")}
+    for row in Execution.objects.filter(label__endswith="-start"):
+        pids[row.label.split("-")[0]].add(row.worker_pid)
+    assert not pids["flood"] & pids["other"], "each queue has processes of its own"
+    Counter.objects.filter(name="gate").update(value=1)
+    wait_for(lambda: statuses() == {"completed": 22}, timeout=120)
+    assert started("flood-end") == 20 and started("other-end") == 2
+    assert {job.attempts for job in Job.objects.filter(pk__in=[j.pk for j in flood + others])} == {
+        1
+    }
+    supervisor.send_signal(signal.SIGTERM)
+    assert workers.wait(supervisor, timeout=60) == 0
+
+
+def test_the_queues_setting_gives_a_queue_its_own_slots_beside_every_other_queue(workers):
+    """QUEUES = {"flood": {"concurrency": 2}}: flood's processes take only flood's jobs; the
+    other processes take every other queue's, never flood's, with --concurrency slots."""
+    Counter.objects.create(name="gate", value=0)
+    for _ in range(10):
+        behind_gate.using(queue="flood").enqueue(label="flood")
+    supervisor = workers.start(
+        "-n",
+        "1",
+        "--concurrency",
+        "3",
+        env={"SQLQUEUE_TEST_QUEUES": '{"flood": {"concurrency": 2}}'},
+    )
+    wait_for(lambda: started("flood-start") == 2, timeout=60)
+    for queue in ("default", "mail", "reports"):
+        behind_gate.using(queue=queue).enqueue(label="rest")
+    wait_for(lambda: started("rest-start") == 3, timeout=60)
+    assert started("flood-start") == 2, "the other processes leave flood's backlog alone"
+    Counter.objects.filter(name="gate").update(value=1)
+    wait_for(lambda: statuses() == {"completed": 13}, timeout=120)
+    supervisor.send_signal(signal.SIGTERM)
+    assert workers.wait(supervisor, timeout=60) == 0

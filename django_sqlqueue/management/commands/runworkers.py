@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 from typing import Any
@@ -11,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import OperationalError, connections
 
 from ...checks import check_database
-from ...conf import get_settings
+from ...conf import MAX_CONCURRENCY, get_settings
 from ...logs import JSONFormatter
 from ...metrics import prometheus
 from ...metrics.server import PortUnavailable
@@ -29,10 +30,31 @@ from ..base import (
 from ..reload import reloadable, run_with_reload
 
 
-def _queues(value: str) -> list[str]:
-    queues = [q.strip() for q in value.split(",") if q.strip()]
+def _queues(value: str) -> list[tuple[str, int | None]]:
+    """`mail,default`, or `webhooks:50,reports:1`: queue names, each perhaps with the slots of
+    worker processes of its own (runtime/worker_plans.py)."""
+    queues: list[tuple[str, int | None]] = []
+    for item in value.split(","):
+        name, colon, slots = (part.strip() for part in item.partition(":"))
+        if not name:
+            if colon:
+                raise argparse.ArgumentTypeError(f"{item.strip()!r} names no queue")
+            continue
+        if not colon:
+            queues.append((name, None))
+            continue
+        try:
+            count = int(slots)
+        except ValueError:
+            count = 0
+        if not 1 <= count <= MAX_CONCURRENCY:
+            raise argparse.ArgumentTypeError(
+                f"{item.strip()!r}: a queue's slots must be an integer from 1 to "
+                f"{MAX_CONCURRENCY}, as in webhooks:50"
+            )
+        queues.append((name, count))
     if not queues:
-        raise ValueError("empty queue list")
+        raise argparse.ArgumentTypeError("empty queue list")
     return queues
 
 
@@ -53,7 +75,11 @@ class Command(BaseCommand):
             "-n", "--workers", type=bounded_int(1000), default=1, help="Worker processes."
         )
         parser.add_argument(
-            "--queues", type=_queues, default=None, help="Comma-separated queues (default: all)."
+            "--queues",
+            type=_queues,
+            default=None,
+            help="Comma-separated queues (default: all); queue:N gives a queue worker processes "
+            "of its own with N slots each.",
         )
         parser.add_argument(
             "--burst", action="store_true", help="Exit 0 once no job is ready to run."
@@ -86,7 +112,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "-c",
             "--concurrency",
-            type=bounded_int(1000),
+            type=bounded_int(MAX_CONCURRENCY),
             default=None,
             help="Jobs each worker process runs at once, in threads (default: CONCURRENCY, 1).",
         )
@@ -143,10 +169,14 @@ class Command(BaseCommand):
         conf = get_settings()
         self.check_tables(conf.database)
         self.report_database_checks(conf.database)
+        named = options["queues"] or []
+        # A queue's own slots: the command line's, else the QUEUES setting's (for the queues
+        # served: worker_plans.py leaves out the others).
+        queue_slots = {**conf.queues, **{name: n for name, n in named if n is not None}}
         supervisor = Supervisor(
             options["workers"],
             WorkerOptions(
-                queues=tuple(options["queues"] or ()),
+                queues=tuple(dict.fromkeys(name for name, _ in named)),
                 burst=options["burst"],
                 max_jobs=options["max_jobs"],
                 batch_size=options["batch_size"],
@@ -158,6 +188,7 @@ class Command(BaseCommand):
             tasks_line=tasks_summary(getattr(settings, "TASKS", None)),
             scheduler=not options["no_scheduler"],
             metrics_address=metrics_address,
+            queue_slots=queue_slots,
         )
         try:
             if options["reload"]:
