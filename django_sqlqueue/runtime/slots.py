@@ -44,6 +44,7 @@ from .activity_log import ActivitySummary
 from .attempt import AttemptRunner
 from .connections import refresh_connections
 from .dispatch import DurationEstimates
+from .group_recording import GroupWriter, SlotRecorder
 from .hard_stop import EXIT_HUNG
 from .heartbeat import close_quietly
 from .recording import OutcomeRecorder
@@ -120,8 +121,12 @@ class Slot(JobStarts, threading.Thread):
         self.conf = worker.conf
         self.estimates: DurationEstimates = worker.estimates
         self.watch: AttemptWatch = worker.watch
-        self.recorder = OutcomeRecorder(
-            worker.worker_id, worker.alias, worker.activity, worker.conf.lease_seconds
+        self.recorder = SlotRecorder(
+            worker.worker_id,
+            worker.alias,
+            worker.activity,
+            worker.conf.lease_seconds,
+            pool.writer,
         )
         self.attempts = AttemptRunner(self)
         self.in_handler = False
@@ -210,6 +215,12 @@ class SlotPool:
     def __init__(self, worker: PoolHost, size: int) -> None:
         self.worker = worker
         self.size = size
+        #: Writes the slots' outcomes, many in one statement (group_recording.py).
+        self.writer = GroupWriter(
+            OutcomeRecorder(
+                worker.worker_id, worker.alias, worker.activity, worker.conf.lease_seconds
+            )
+        )
         self.slots = [Slot(self, number) for number in range(1, size + 1)]
         self.idle: list[Slot] = list(reversed(self.slots))
         #: Slot → the job handed to it, until the slot is done with it.
@@ -287,6 +298,7 @@ class SlotPool:
     # The claim loop --------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.writer.start()
         for slot in self.slots:
             slot.start()
 
@@ -379,6 +391,7 @@ class SlotPool:
         for slot in self.slots:
             if slot.slot not in self.deaf and not worker.interrupted:
                 slot.join(timeout=WAIT_TICK)
+        self.writer.close()
         return EXIT_HUNG if self.deaf else 0
 
     def hand_back_running(self) -> None:
