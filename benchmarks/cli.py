@@ -104,9 +104,12 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
             for params in scenario.variants(args.quick):
                 if args.variants and not re.search(args.variants, variant_label(params)):
                     continue
+                chosen = [s for s in systems if s in params.get("only", systems)]
+                if not chosen:
+                    continue
                 for run in range(1, runs + 1):
-                    shift = (run - 1) % len(systems)
-                    for system in systems[shift:] + systems[:shift]:
+                    shift = (run - 1) % len(chosen)
+                    for system in chosen[shift:] + chosen[:shift]:
                         steps.append(
                             dict(
                                 db=db,

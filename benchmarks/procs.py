@@ -120,3 +120,30 @@ def cpu_seconds(pid: int) -> float:
     text = Path(f"/proc/{pid}/stat").read_text()
     fields = text[text.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def descendants() -> list[int]:
+    """Every process this one started, and theirs: the workers of a measurement."""
+    return tree(os.getpid())[1:]
+
+
+def open_paths(pid: int) -> list[str]:
+    """What `pid`'s file descriptors point to: paths, or 'socket:[INODE]' and the like."""
+    targets = []
+    with contextlib.suppress(OSError):  # the process may exit meanwhile
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                targets.append(os.readlink(fd))
+    return targets
+
+
+def tcp_sockets_to(port: int) -> set[str]:
+    """'socket:[INODE]' of every established TCP connection to remote `port` (IPv4, IPv6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                    found.add(f"socket:[{fields[9]}]")
+    return found

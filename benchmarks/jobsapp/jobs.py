@@ -2,7 +2,7 @@
 
 from django_sqlqueue import job
 
-from .work import work
+from .work import awork, work
 
 
 @job("bench_job")
@@ -14,6 +14,12 @@ def bench_job(i: int, sleep_ms: int = 0) -> None:
 def bench_slow_job(i: int, sleep_ms: int = 0) -> None:
     """The same work under another name: the mixed scenario's slow jobs, a task of their own."""
     work(i, sleep_ms)
+
+
+@job("bench_async")
+async def bench_async_job(i: int, sleep_ms: int = 0) -> None:
+    """The io scenario's `async def` variant: the same work, awaiting its sleep."""
+    await awork(i, sleep_ms)
 
 
 @job("bench_limited", concurrency=2, concurrency_key="k{key}")

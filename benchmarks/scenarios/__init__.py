@@ -1,7 +1,8 @@
 """The scenarios of issue 4, each a module with `run(system, params) -> metrics`.
 
 A scenario has variants (sizes, worker counts); `--quick` shrinks them so a run over three
-databases takes minutes. `primary` names the metric the table leads with.
+databases takes minutes. `primary` names the metric the table leads with. A variant with
+`only` (system names) is measured for those systems alone.
 """
 
 from __future__ import annotations
@@ -52,6 +53,16 @@ def _mixed(
         "slow_task": slow_task,
         "mode": mode,
         "workers": 4,
+    }
+
+
+def _io(jobs: int, in_flight: int, ours_workers: int, **params: Any) -> dict[str, Any]:
+    return {
+        "jobs": jobs,
+        "sleep_ms": 100,
+        "in_flight": in_flight,
+        "ours_workers": ours_workers,
+        **params,
     }
 
 
@@ -146,6 +157,29 @@ SCENARIOS: dict[str, Scenario] = {
             batch_completion_too=True,
         ),
         Scenario(
+            "io",
+            "I/O-bound: jobs waiting 0.1 s, in_flight of them at once (jobs/s)",
+            "jobs_per_s",
+            # One job per process, our mode before threads, and `async def` jobs: ours only.
+            full=[
+                _io(2_000, 100, 2),
+                _io(2_000, 4, 4, only=["sqlqueue"]),
+                _io(2_000, 100, 2, handler="async", only=["sqlqueue"]),
+            ],
+            quick=[
+                _io(200, 100, 2),
+                _io(200, 4, 4, only=["sqlqueue"]),
+                _io(200, 100, 2, handler="async", only=["sqlqueue"]),
+            ],
+            metrics=(
+                "jobs_per_s",
+                "seconds",
+                "peak_in_flight",
+                "rss_mb_per_in_flight",
+                "db_connections_peak",
+            ),
+        ),
+        Scenario(
             "flow",
             "flow control: concurrency-limited and rate-limited drains (share of the limit used)",
             "limit_use",
@@ -204,5 +238,5 @@ SCENARIOS: dict[str, Scenario] = {
 
 def variant_label(params: dict[str, Any]) -> str:
     """A short, readable name for a variant: 'jobs=3000 workers=4'."""
-    hidden = {"timeout", "idle_s", "settle_s", "warm_jobs", "interval_ms"}
+    hidden = {"timeout", "idle_s", "settle_s", "warm_jobs", "interval_ms", "only"}
     return " ".join(f"{k}={v}" for k, v in params.items() if k not in hidden)

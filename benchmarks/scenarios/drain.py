@@ -17,18 +17,32 @@ from ..systems import System
 from ..systems.base import Job
 
 
-def drain(system: System, jobs: list[Job], workers: int, timeout: float) -> dict[str, Any]:
-    """Start `workers` in drain mode over jobs already queued; measure and verify."""
+def drain(
+    system: System,
+    jobs: list[Job],
+    workers: int,
+    timeout: float,
+    concurrency: int = 1,
+    job_s: float = 0.0,
+) -> dict[str, Any]:
+    """Start `workers` in drain mode over jobs already queued; measure and verify.
+
+    Each worker runs `concurrency` jobs at once. `job_s` is how long a job runs after its
+    start marker: a system that records no finish (Huey) is seen drained once its last job
+    has started, and its clock would otherwise stop up to `job_s` early.
+    """
     before = system.count_finished()  # seeded history, if any
     markers.clear()
     connections.close_all()  # hold no connection, lock or snapshot while workers run
-    running = system.start_workers(workers, burst=True)
+    running = system.start_workers(workers, burst=True, concurrency=concurrency)
     try:
         finished_at = system.wait_until_drained(running, len(jobs), timeout)
     finally:
         running.stop()
     elapsed = finished_at - running.started
     starts = sorted(t for _, t in markers.read())
+    if job_s and before is None and starts:
+        elapsed = max(elapsed, starts[-1] + job_s - running.started_wall)
     problems = markers.verify_exactly_once([i for i, _ in jobs])
     recorded = system.count_finished()
     if recorded is not None and before is not None and recorded - before != len(jobs):

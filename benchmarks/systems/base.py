@@ -77,11 +77,14 @@ class System:
 
     # Consuming ---------------------------------------------------------------------------
 
-    def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
+    def worker_commands(self, n: int, burst: bool, concurrency: int = 1) -> list[list[str]]:
+        """The commands that start `n` workers, each running `concurrency` jobs at once (1:
+        the system's default of one job per worker process; more raises Unsupported where
+        the system cannot run several jobs in one process)."""
         raise NotImplementedError
 
-    def start_workers(self, n: int, burst: bool) -> Workers:
-        return Workers.start(self.worker_commands(n, burst), self.log_path)
+    def start_workers(self, n: int, burst: bool, concurrency: int = 1) -> Workers:
+        return Workers.start(self.worker_commands(n, burst, concurrency), self.log_path)
 
     def wait_until_drained(self, workers: Workers, expected: int, timeout: float) -> float:
         """Block until `expected` jobs are finished; the monotonic time they were."""

@@ -18,7 +18,8 @@ class Huey(System):
     label = "Huey (SqliteHuey)"
     notes = (
         "at-most-once (a task is deleted from the queue before it runs); its own SQLite file; "
-        "`huey_consumer -w N -k process` (N worker processes); no drain mode, so the clock "
+        "`huey_consumer -w N -k process` (N worker processes; N threads, "
+        "`-k thread`, in the io scenario); no drain mode, so the clock "
         "stops when the last job has run and the queue is empty; other defaults (polling "
         "0.1 s backing off to 10 s, WAL)"
     )
@@ -47,9 +48,12 @@ class Huey(System):
         for i, sleep_ms in jobs:
             self.enqueue_one(i, sleep_ms, task)
 
-    def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
+    def worker_commands(self, n: int, burst: bool, concurrency: int = 1) -> list[list[str]]:
+        """One consumer: `n` worker processes or, to run several jobs at once per worker,
+        `n * concurrency` worker threads (a consumer's workers are all of one kind)."""
         consumer = str(Path(sys.executable).parent / "huey_consumer")
-        return [[consumer, "benchmarks.jobsapp.huey_app.huey", "-w", str(n), "-k", "process"]]
+        workers, kind = (n, "process") if concurrency == 1 else (n * concurrency, "thread")
+        return [[consumer, "benchmarks.jobsapp.huey_app.huey", "-w", str(workers), "-k", kind]]
 
     def wait_until_drained(self, workers: Workers, expected: int, timeout: float) -> float:
         deadline = time.monotonic() + timeout

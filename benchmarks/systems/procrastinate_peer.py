@@ -16,8 +16,8 @@ class Procrastinate(System):
     label = "Procrastinate"
     notes = (
         "at-least-once via stalled-job retry (manual by default); one `procrastinate worker` "
-        "process per worker, `--one-shot` to drain; defaults (concurrency 1, LISTEN/NOTIFY, "
-        "polling 5 s)"
+        "process per worker, `--one-shot` to drain; defaults (concurrency 1, but "
+        "`--concurrency C` in the io scenario; LISTEN/NOTIFY, polling 5 s)"
     )
     migrate_apps = ("procrastinate",)
 
@@ -33,8 +33,10 @@ class Procrastinate(System):
     def enqueue_bulk(self, jobs: Sequence[Job], task: str = "bench") -> None:
         self.tasks[task].batch_defer(*({"i": i, "sleep_ms": sleep_ms} for i, sleep_ms in jobs))
 
-    def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
+    def worker_commands(self, n: int, burst: bool, concurrency: int = 1) -> list[list[str]]:
         flags = ["--one-shot"] if burst else []
+        if concurrency > 1:
+            flags += ["--concurrency", str(concurrency)]
         return [django_command("procrastinate", "worker", *flags) for _ in range(n)]
 
     def count_finished(self) -> int:

@@ -16,16 +16,21 @@ class SQLQueue(System):
     label = "django-sqlqueue"
     notes = (
         "at-least-once, each success recorded before the next job starts; `runworkers -n N` "
-        "(N worker processes under one supervisor), `--burst` to drain; library defaults, no "
-        "SQLQUEUE setting (effective values in the JSON)"
+        "(N worker processes under one supervisor), `--burst` to drain, `--concurrency C` "
+        "(threads) in the io scenario; library defaults, no SQLQUEUE setting (effective values "
+        "in the JSON)"
     )
     migrate_apps = ("django_sqlqueue",)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        from ..jobsapp.jobs import bench_job, bench_slow_job
+        from ..jobsapp.jobs import bench_async_job, bench_job, bench_slow_job
 
-        self.jobs = {"bench": bench_job, "bench_slow": bench_slow_job}
+        self.jobs = {
+            "bench": bench_job,
+            "bench_slow": bench_slow_job,
+            "bench_async": bench_async_job,  # the io scenario's `async def` variant
+        }
 
     def enqueue_one(self, i: int, sleep_ms: int = 0, task: str = "bench") -> None:
         self.jobs[task].enqueue(i=i, sleep_ms=sleep_ms)
@@ -33,8 +38,11 @@ class SQLQueue(System):
     def enqueue_bulk(self, jobs: Sequence[Job], task: str = "bench") -> None:
         self.jobs[task].enqueue_many([{"i": i, "sleep_ms": sleep_ms} for i, sleep_ms in jobs])
 
-    def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
-        return [django_command("runworkers", "-n", str(n), *(["--burst"] if burst else []))]
+    def worker_commands(self, n: int, burst: bool, concurrency: int = 1) -> list[list[str]]:
+        flags = ["--burst"] if burst else []
+        if concurrency > 1:
+            flags += ["--concurrency", str(concurrency)]  # in threads, in each process
+        return [django_command("runworkers", "-n", str(n), *flags)]
 
     def job_processes(self, workers: Workers) -> list[int]:
         from ..procs import children

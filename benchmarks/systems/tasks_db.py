@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from django.db import connection
 
 from ..procs import django_command
-from .base import Job, System
+from .base import Job, System, Unsupported
 from .seeding import seed_rows
 
 
@@ -50,7 +50,9 @@ class TasksDB(System):
         ]
         DBTaskResult.objects.bulk_create(rows, batch_size=1000)
 
-    def worker_commands(self, n: int, burst: bool) -> list[list[str]]:
+    def worker_commands(self, n: int, burst: bool, concurrency: int = 1) -> list[list[str]]:
+        if concurrency > 1:
+            raise Unsupported("db_worker runs one task at a time per process")
         return [django_command("db_worker", *(["--batch"] if burst else [])) for _ in range(n)]
 
     def count_finished(self) -> int:
