@@ -69,15 +69,15 @@ def test_no_alias_uses_the_backend() -> None:
 # The connections a supervisor with slots may need (runworkers --concurrency) ------------
 
 
-def test_workers_hold_four_connections_each_besides_their_slots() -> None:
+def test_workers_hold_four_connections_each_and_with_slots_one_per_slot_and_a_writer() -> None:
     from django_sqlqueue.runtime.supervisor import worst_case_connections
     from django_sqlqueue.runtime.worker import WorkerOptions
     from django_sqlqueue.runtime.worker_plans import plan_workers
 
     assert worst_case_connections(plan_workers(4, WorkerOptions())) == 4 * 4 + 1
-    assert worst_case_connections(plan_workers(2, WorkerOptions(concurrency=50))) == 2 * 54 + 1
+    assert worst_case_connections(plan_workers(2, WorkerOptions(concurrency=50))) == 2 * 55 + 1
     plans = plan_workers(2, WorkerOptions(concurrency=3), {"webhooks": 50, "reports": 1})
-    assert worst_case_connections(plans) == 2 * 54 + 2 * 4 + 2 * 7 + 1
+    assert worst_case_connections(plans) == 2 * 55 + 2 * 4 + 2 * 8 + 1
 
 
 @pytest.mark.django_db
@@ -97,6 +97,6 @@ def test_a_supervisor_needing_more_connections_than_the_server_accepts_warns(cap
     with caplog.at_level(logging.INFO, logger="django_sqlqueue"):
         supervisor.check_connections()
     messages = [record.getMessage() for record in caplog.records]
-    assert any("up to 2009 database connections" in message for message in messages)
+    assert any("up to 2011 database connections" in message for message in messages)
     warned = [message for message in messages if "max_connections" in message]
     assert bool(warned) == (limit is not None), messages

@@ -68,16 +68,19 @@ class Child:
 
 
 #: Threads of a worker process besides its slots that open a connection of their own: the
-#: claim loop, the heartbeat, the attempt watch and, on PostgreSQL, the LISTEN connection.
+#: claim loop, the heartbeat, the attempt watch and, on PostgreSQL, the LISTEN connection;
+#: with slots, also the writer of their outcomes (runtime/group_recording.py).
 THREADS_WITH_CONNECTIONS = 4
 
 
 def worst_case_connections(plans: Sequence[WorkerPlan]) -> int:
-    """Connections a supervisor may hold at once: each worker's slots and its other threads
-    (a one-slot worker runs jobs in its claim loop's thread), and the supervisor's own."""
+    """Connections a supervisor may hold at once: each worker's threads and, at worst, one
+    per slot (a slot opens one when its handler or a flow limit uses the database; a one-slot
+    worker runs jobs in its claim loop's thread), and the supervisor's own."""
     total = 1
     for plan in plans:
-        slots = plan.options.concurrency if plan.options.concurrency > 1 else 0
+        concurrency = plan.options.concurrency
+        slots = concurrency + 1 if concurrency > 1 else 0  # and the outcomes' writer
         total += plan.count * (THREADS_WITH_CONNECTIONS + slots)
     return total
 
@@ -242,12 +245,12 @@ class Supervisor:
         )
         if limit is not None and worst > limit:
             logger.warning(
-                "Up to %d connections may be needed (each worker: its slots + %d, and 1 for "
-                "the supervisor), but the database accepts %d in all (max_connections): lower "
-                "-n or --concurrency, raise max_connections, or put a pooler in front "
-                "(docs/deployment.md)",
+                "Up to %d connections may be needed if every slot's handler uses the "
+                "database (each worker: its slots + %d, and 1 for the supervisor), but the "
+                "database accepts %d in all (max_connections): lower -n or --concurrency, "
+                "raise max_connections, or put a pooler in front (docs/deployment.md)",
                 worst,
-                THREADS_WITH_CONNECTIONS,
+                THREADS_WITH_CONNECTIONS + 1,
                 limit,
             )
 
