@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -25,6 +26,22 @@ class AttemptControl:
         self._lock = threading.Lock()
         self._progress: tuple[int, str] | None = None
         self._reported: tuple[int, str] | None = None
+        self._stopper: Callable[[], object] | None = None
+
+    def on_stop(self, stopper: Callable[[], object] | None) -> None:
+        """What `stop()` calls while the handler runs (an `async def` handler's task cancel,
+        in a worker slot); None: nothing."""
+        with self._lock:
+            self._stopper = stopper
+
+    def stop(self) -> bool:
+        """Interrupt the handler if it can be (see `on_stop`); False if it cannot."""
+        with self._lock:
+            stopper = self._stopper
+        if stopper is None:
+            return False
+        stopper()
+        return True
 
     def set_progress(self, percent: int, message: str) -> None:
         with self._lock:

@@ -21,6 +21,7 @@ from ..exceptions import Discard, JobTimeout, Retry, UnknownJobError, WorkerShut
 from ..registry import JobHandler, registry
 from ..rows import ClaimedJob
 from ..validation import check_json, check_size
+from . import event_loop
 from .forks import end_if_forked
 
 
@@ -101,7 +102,8 @@ class HandlerRunner:
             args.insert(0, make_context(job, worker_id, control))
         result = self.handler.func(*args, **job.kwargs)
         if inspect.isawaitable(result):
-            result = asyncio.run(_await(result))
+            loop = event_loop.installed()
+            result = loop.run(result, control) if loop else asyncio.run(_await(result))
         return result
 
     def finished(self, job: ClaimedJob, result: AttemptResult) -> None:

@@ -4,13 +4,13 @@ Each slot is a thread with its own database connections that runs one job at a t
 as a one-slot worker's main thread does (AttemptRunner: the fenced exits, the leak guard,
 `atomic=True`, progress and cancel through the watch). The main thread claims: never more
 jobs than slots are free, so no job waits claimed behind a busy slot, and hands each to a
-free slot at once. `async def` handlers run in their slot's thread, on an event loop of
-their own (asyncio.run), so C of them overlap too.
+free slot at once. `async def` handlers run as tasks of one event loop per process
+(event_loop.py), at most one per slot, so C of them overlap too.
 
 What differs from the main thread, because no signal reaches a slot's thread:
-- A time limit cannot interrupt it: the watch asks the handler to stop
+- A time limit cannot interrupt a sync handler: the watch asks it to stop
   (`context.cancel_requested`; `raise_if_cancelled()` raises JobTimeout), and so does a
-  cancel after its grace.
+  cancel after its grace. An `async def` handler's task is cancelled then.
 - A handler deaf to that for HARD_STOP_GRACE is recorded as timed out (or stopped) and costs
   its process: the pool stops claiming, hands back jobs not started, lets the other slots
   finish theirs, and the worker exits with EXIT_HUNG for the supervisor to replace. No other
@@ -44,6 +44,7 @@ from .activity_log import ActivitySummary
 from .attempt import AttemptRunner
 from .connections import refresh_connections
 from .dispatch import DurationEstimates
+from .event_loop import ProcessLoop
 from .group_recording import GroupWriter, SlotRecorder
 from .hard_stop import EXIT_HUNG
 from .heartbeat import close_quietly
@@ -221,6 +222,8 @@ class SlotPool:
                 worker.worker_id, worker.alias, worker.activity, worker.conf.lease_seconds
             )
         )
+        #: Runs the slots' `async def` handlers as tasks of one loop (event_loop.py).
+        self.event_loop = ProcessLoop()
         self.slots = [Slot(self, number) for number in range(1, size + 1)]
         self.idle: list[Slot] = list(reversed(self.slots))
         #: Slot → the job handed to it, until the slot is done with it.
@@ -298,6 +301,7 @@ class SlotPool:
     # The claim loop --------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.event_loop.start()
         self.writer.start()
         for slot in self.slots:
             slot.start()
@@ -392,6 +396,8 @@ class SlotPool:
             if slot.slot not in self.deaf and not worker.interrupted:
                 slot.join(timeout=WAIT_TICK)
         self.writer.close()
+        if not self.deaf and not worker.interrupted:
+            self.event_loop.close()  # else a handler may still await on it: the exit ends it
         return EXIT_HUNG if self.deaf else 0
 
     def hand_back_running(self) -> None:

@@ -175,17 +175,24 @@ class AttemptWatch(threading.Thread):
             return
         if attempt.timeout_at is not None and now >= attempt.timeout_at:
             if not attempt.control.timed_out.is_set():
+                attempt.control.timed_out.set()  # first: the stopped handler reads it
+                stopped = attempt.control.stop()  # an `async def` handler's task is cancelled
                 logger.warning(
-                    "Job %s %s ran past its time limit; asking it to stop",
+                    "Job %s %s ran past its time limit; %s",
                     attempt.job.id,
                     attempt.job.name,
+                    "stopping it" if stopped else "asking it to stop",
                 )
-                attempt.control.timed_out.set()
             elif now - attempt.timeout_at >= HARD_STOP_GRACE:
                 attempt.deaf = True
                 self.deaf(attempt.job, "timeout")
                 return
-        if attempt.cancel_deadline is not None and now >= attempt.cancel_deadline + HARD_STOP_GRACE:
+        if attempt.cancel_deadline is None:
+            return
+        if attempt.interrupted_at is None and now >= attempt.cancel_deadline:
+            attempt.interrupted_at = now
+            attempt.control.stop()  # an `async def` handler's task is cancelled
+        elif now >= attempt.cancel_deadline + HARD_STOP_GRACE:
             attempt.deaf = True
             self.deaf(attempt.job, "cancel")
 

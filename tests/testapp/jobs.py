@@ -353,3 +353,27 @@ def behind_gate(context, gate="gate", label="gated", patience=120.0):
         time.sleep(0.02)
     _record(context, f"{label}-end")
     return label
+
+
+@job("tests.async_overrun", takes_context=True, timeout=1, max_attempts=1)
+async def async_overrun(context, seconds=60.0):
+    """Awaits far past its time limit: in a worker slot its task is cancelled at the limit."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(_record)(context, "overrun-start")
+    await asyncio.sleep(seconds)
+    return "finished"
+
+
+@job("tests.async_deaf_to_cancel", takes_context=True, max_attempts=3)
+async def async_deaf_to_cancel(context, seconds=60.0):
+    """Ignores `cancel_requested`: in a worker slot its task is cancelled after the grace."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(_record)(context, "async-deaf-start")
+    await asyncio.sleep(seconds)
+    return "finished"

@@ -13,6 +13,8 @@ import django_sqlqueue
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
 from tests.testapp.jobs import (
+    async_deaf_to_cancel,
+    async_overrun,
     async_rendezvous,
     behind_gate,
     cooperative,
@@ -235,3 +237,37 @@ def test_the_queues_setting_gives_a_queue_its_own_slots_beside_every_other_queue
     wait_for(lambda: statuses() == {"completed": 13}, timeout=120)
     supervisor.send_signal(signal.SIGTERM)
     assert workers.wait(supervisor, timeout=60) == 0
+
+
+# `async def` handlers: one event loop per process, tasks that can be stopped -------------
+
+
+def test_an_async_handler_past_its_time_limit_is_cancelled_in_its_slot(workers):
+    """A task, unlike a thread, can be interrupted: the attempt times out at its limit and
+    the process goes on (no recycling), its other slots' jobs untouched."""
+    job = async_overrun.enqueue(seconds=120)
+    beside = [sleep.enqueue(seconds=0.5, label="beside") for _ in range(3)]
+    workers.run("--burst", "-n", "1", "--concurrency", "4", timeout=60)
+    job.refresh_from_db()
+    assert job.status == Status.DEAD
+    assert job.history[-1]["outcome"] == "timeout"
+    assert "did not stop" not in job.history[-1]["error"]
+    for other in Job.objects.filter(pk__in=[j.pk for j in beside]):
+        assert (other.status, other.attempts) == (Status.COMPLETED, 1)
+    pids = set(Execution.objects.values_list("worker_pid", flat=True))
+    assert len(pids) == 1, "one process ran them all: it was not replaced"
+
+
+def test_cancel_of_an_async_handler_cancels_its_task_after_the_grace(workers):
+    job = async_deaf_to_cancel.enqueue(seconds=120)
+    workers.start("-n", "1", "--concurrency", "4", env={"SQLQUEUE_TEST_CANCEL_GRACE": "0.5"})
+    wait_for(lambda: started("async-deaf-start") == 1, timeout=60)
+    pid = Execution.objects.get(label="async-deaf-start").worker_pid
+    django_sqlqueue.cancel(job.pk)
+    wait_for(lambda: Job.objects.get(pk=job.pk).status == Status.CANCELLED, timeout=30)
+    job.refresh_from_db()
+    assert job.attempts == 1
+    assert job.history[-1]["exception"] == "django_sqlqueue.exceptions.JobCancelled"
+    after = sleep.enqueue(seconds=0, label="after")
+    wait_for(lambda: Job.objects.get(pk=after.pk).status == Status.COMPLETED, timeout=30)
+    assert Execution.objects.get(label="after-start").worker_pid == pid, "not recycled"
