@@ -76,7 +76,7 @@ def worker_rows(*, alias: str | None = None) -> list[dict[str, Any]]:
     """Worker heartbeat rows, each marked stale when it missed three heartbeats."""
     conf = get_settings()
     cutoff = stale_before()
-    rows = Worker.objects.using(alias or conf.database).values(
+    found = Worker.objects.using(alias or conf.database).values(
         "id",
         "hostname",
         "pid",
@@ -86,4 +86,17 @@ def worker_rows(*, alias: str | None = None) -> list[dict[str, Any]]:
         "current_job_id",
         "jobs_done",
     )
-    return [{**row, "stale": row["last_seen_at"] < cutoff} for row in rows]
+    rows = list(found)
+    # How many running jobs each holds: a worker with slots runs many (--concurrency).
+    held = dict(
+        jobs(alias)
+        .filter(status=Status.RUNNING, lease_owner__in=[row["id"] for row in rows])
+        .order_by()
+        .values("lease_owner")
+        .annotate(count=Count("pk"))
+        .values_list("lease_owner", "count")
+    )
+    return [
+        {**row, "stale": row["last_seen_at"] < cutoff, "held": held.get(row["id"], 0)}
+        for row in rows
+    ]

@@ -6,22 +6,27 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from ..conf import get_settings
-from ..models import Worker
+from ..models import Job, Worker
 from ..queries import stale_before
+from ..states import Status
 from . import display
 from .query_guard import QueryGuardMixin
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
+
+
+#: Most held jobs a worker's page lists (a worker holds at most its slots or its batch).
+MOST_LISTED = 200
 
 
 class StaleWorkerFilter(admin.SimpleListFilter):
@@ -68,6 +73,7 @@ class WorkerAdmin(QueryGuardMixin, admin.ModelAdmin):
         "heartbeat",
         "started_display",
         "current_job",
+        "held_jobs",
         "jobs_done",
     )
     readonly_fields = fields
@@ -86,7 +92,20 @@ class WorkerAdmin(QueryGuardMixin, admin.ModelAdmin):
         return False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Worker]:
-        return super().get_queryset(request).using(get_settings().database)
+        """With how many running jobs each worker holds (a worker with slots runs many)."""
+        held = (
+            Job.objects.filter(lease_owner=OuterRef("pk"), status=Status.RUNNING)
+            .order_by()
+            .values("lease_owner")
+            .annotate(count=Count("pk"))
+            .values("count")
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .using(get_settings().database)
+            .annotate(held=Subquery(held, output_field=IntegerField()))
+        )
 
     @admin.display(description=gettext_lazy("host"), ordering="hostname")
     def host_column(self, obj: Worker) -> SafeString:
@@ -124,6 +143,31 @@ class WorkerAdmin(QueryGuardMixin, admin.ModelAdmin):
         if obj.current_job_id is None:
             return _("idle")
         url = reverse("admin:django_sqlqueue_job_change", args=[obj.current_job_id])
-        return format_html(
+        link = format_html(
             '<a href="{}">{}</a>', url, _("job #%(id)d") % {"id": obj.current_job_id}
         )
+        more = (getattr(obj, "held", None) or 0) - 1
+        if more <= 0:
+            return link
+        return format_html(
+            '{}<span class="sq-sub">{}</span>',
+            link,
+            ngettext("and %(count)d more", "and %(count)d more", more) % {"count": more},
+        )
+
+    @admin.display(description=gettext_lazy("jobs held"))
+    def held_jobs(self, obj: Worker) -> SafeString | str:
+        """The running jobs this worker holds: its slots' jobs, or its claimed batch."""
+        ids = list(
+            Job.objects.using(get_settings().database)
+            .filter(lease_owner=obj.pk, status=Status.RUNNING)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:MOST_LISTED]
+        )
+        if not ids:
+            return _("none")
+        links = (
+            (reverse("admin:django_sqlqueue_job_change", args=[pk]), _("job #%(id)d") % {"id": pk})
+            for pk in ids
+        )
+        return format_html_join(", ", '<a href="{}">{}</a>', links)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..outcomes import AttemptEnd
 from ..states import Status
-from .state import WORKER_STATES, QueueState
+from .state import SLOTS_BUSY, SLOTS_FREE, WORKER_STATES, QueueState
 
 #: Histogram buckets (seconds): from a no-op job to an hour.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
@@ -172,6 +172,15 @@ class StateCollector:
                 if name in workers:
                     family.add_metric([name], workers[name])
             yield family
+        if workers is not None and SLOTS_BUSY in workers:
+            slots = GaugeMetricFamily(
+                "sqlqueue_worker_slots",
+                "Slots of this supervisor's worker processes: running a job, or free.",
+                labels=["state"],
+            )
+            slots.add_metric(["busy"], workers[SLOTS_BUSY])
+            slots.add_metric(["free"], workers[SLOTS_FREE])
+            yield slots
 
 
 def render(collectors: list[Any], directory: str | None = None) -> tuple[bytes, str]:

@@ -31,6 +31,9 @@ from ..states import Status
 STATE_CAP = 10_000
 #: Worker states, as `sqlqueue_workers{state}` names them.
 WORKER_STATES = ("busy", "idle", "stale")
+#: A supervisor's slots (runworkers --concurrency), as `sqlqueue_worker_slots{state}` names
+#: them: running a job, or free. Keys of the same mapping as the worker states.
+SLOTS_BUSY, SLOTS_FREE = "slots:busy", "slots:free"
 
 
 @dataclass

@@ -26,7 +26,7 @@ from .. import outcomes
 from ..conf import QueueSettings
 from ..logs import OutcomeLog
 from ..metrics import rollups
-from ..metrics.state import QueueState, read_state
+from ..metrics.state import SLOTS_BUSY, SLOTS_FREE, QueueState, read_state
 from .chores import Chores
 from .worker import EXIT_RECYCLE
 
@@ -191,9 +191,13 @@ class SupervisorTelemetry:
             return render([collector], self.directory)
 
     def worker_states(self) -> dict[str, int]:
-        states = {"busy": 0, "idle": 0}
+        """Worker processes busy or idle, and their slots busy or free (the slots gauge)."""
+        states = {"busy": 0, "idle": 0, SLOTS_BUSY: 0, SLOTS_FREE: 0}
         for child in list(self.supervisor.children.values()):
-            states["busy" if child.current_job.value else "idle"] += 1
+            running = len(child.current_job.ids())
+            states["busy" if running else "idle"] += 1
+            states[SLOTS_BUSY] += running
+            states[SLOTS_FREE] += len(child.current_job) - running
         return states
 
     def health(self) -> tuple[bool, str]:

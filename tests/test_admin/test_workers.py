@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from django_sqlqueue.admin.workers import is_stale, stale_before
-from django_sqlqueue.models import Worker
+from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.states import Status
 
 from .helpers import job_in
@@ -73,3 +73,20 @@ def test_worker_page_is_read_only(admin_client):
     delete = reverse("admin:django_sqlqueue_worker_delete", args=[alive.pk])
     assert admin_client.post(delete, {"post": "yes"}).status_code == 403
     assert Worker.objects.get(pk=alive.pk).pid == 10
+
+
+def test_a_worker_with_slots_shows_how_many_more_jobs_it_holds_and_its_page_lists_them(viewer):
+    """runworkers --concurrency: one process holds many running jobs."""
+    alive, _ = workers()
+    held = [job_in(Status.RUNNING) for _ in range(3)]
+    Job.objects.filter(pk__in=[job.pk for job in held]).update(lease_owner=alive.pk)
+    job_in(Status.RUNNING)  # another worker's
+    Worker.objects.filter(pk=alive.pk).update(current_job_id=held[0].pk)
+    content = viewer.get(reverse(LIST)).content.decode()
+    assert f">job #{held[0].pk}</a>" in content
+    assert "and 2 more" in content
+    page = viewer.get(reverse("admin:django_sqlqueue_worker_change", args=[alive.pk]))
+    text = page.content.decode()
+    for job in held:
+        url = reverse("admin:django_sqlqueue_job_change", args=[job.pk])
+        assert f'<a href="{url}">job #{job.pk}</a>' in text

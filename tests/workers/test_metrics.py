@@ -17,7 +17,8 @@ import pytest
 
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import Status
-from tests.testapp.jobs import fail_always, noop, sleep
+from tests.testapp.jobs import behind_gate, fail_always, noop, sleep
+from tests.testapp.models import Counter as CounterRow
 from tests.testapp.models import Execution
 
 from .conftest import wait_for
@@ -187,3 +188,25 @@ def test_metrics_port_in_use_is_a_clear_error(workers):
         assert process.wait(timeout=60) == 1
         assert f"cannot serve metrics on 127.0.0.1:{port}" in workers.log(process)
     time.sleep(0)
+
+
+def test_slots_busy_and_free_are_gauged(workers, tmp_path: Path):
+    """runworkers --concurrency: the supervisor counts its workers' slots running a job."""
+    CounterRow.objects.create(name="gate", value=0)
+    for _ in range(3):
+        behind_gate.enqueue()
+    supervisor = workers.start(
+        "-n", "2", "--concurrency", "4", "--metrics-port", "0", env={"TMPDIR": str(tmp_path)}
+    )
+    port = metrics_port(workers, supervisor)
+
+    def slots(state: str) -> float | None:
+        return samples(port).get(("sqlqueue_worker_slots", (("state", state),)))
+
+    wait_for(lambda: slots("busy") == 3, timeout=30)
+    assert slots("free") == 5
+    CounterRow.objects.filter(name="gate").update(value=1)
+    wait_for(lambda: slots("busy") == 0, timeout=30)
+    assert slots("free") == 8
+    supervisor.send_signal(signal.SIGTERM)
+    assert supervisor.wait(timeout=60) == 0

@@ -89,6 +89,20 @@ def test_jobstatus_lists_workers_and_marks_stale_ones():
     assert {w["id"]: w["stale"] for w in workers} == {"host:1:a": False, "host:2:b": True}
 
 
+def test_jobstatus_says_how_many_running_jobs_a_worker_with_slots_holds():
+    now = timezone.now()
+    Worker.objects.create(id="host:3:c", hostname="host", pid=3, last_seen_at=now)
+    for _ in range(3):
+        Job.objects.create(name="tests.noop", status=Status.RUNNING, lease_owner="host:3:c")
+    Worker.objects.filter(pk="host:3:c").update(current_job_id=Job.objects.first().pk)
+    out = StringIO()
+    call_command("jobstatus", "--workers", stdout=out)
+    assert "(3 running jobs held)" in out.getvalue().splitlines()[1]
+    out = StringIO()
+    call_command("jobstatus", "--workers", "--json", stdout=out)
+    assert json.loads(out.getvalue().splitlines()[1])["workers"][0]["held"] == 3
+
+
 def test_jobstatus_without_workers_says_so():
     out = StringIO()
     call_command("jobstatus", "--workers", stdout=out)

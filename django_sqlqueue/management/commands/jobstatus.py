@@ -64,6 +64,8 @@ class Command(QueueCommand):
         for row in rows:
             state = " (stale)" if row["stale"] else ""
             job = f"job {row['current_job_id']}" if row["current_job_id"] else "idle"
+            if row["held"] > 1:
+                job += f" ({row['held']} running jobs held)"
             self.stdout.write(
                 f"{row['id']}{state}: pid {row['pid']}, queues {row['queues'] or 'all'}, "
                 f"{job}, {row['jobs_done']} jobs done, last seen {row['last_seen_at']:%H:%M:%S}"
