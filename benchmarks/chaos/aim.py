@@ -1,6 +1,7 @@
 """Where a worker SIGKILL tests the most: a worker in the middle of an atomic job's
 transaction (its increment must roll back), or one holding a claimed batch (only the job it
-was running may run again). Random kills rarely land there: atomic transactions last tens
+was running may run again) — under --concurrency, the worker with the most jobs in flight
+(each may run again, once). Random kills rarely land there: atomic transactions last tens
 of milliseconds, and batches exist only while a burst is being drained.
 """
 
@@ -34,8 +35,11 @@ def in_atomic_job(pids: set[int]) -> set[int]:
     return ledger.running_pids() & pids
 
 
-def holding_a_batch(pids: set[int], pid_of: dict[str, int]) -> set[int]:
-    """Workers of `pids` holding two or more claimed jobs (`pid_of`: worker id -> pid)."""
+def holding_a_batch(pids: set[int], pid_of: dict[str, int], most: bool = False) -> set[int]:
+    """Workers of `pids` holding two or more claimed jobs (`pid_of`: worker id -> pid); with
+    `most`, only those holding the most. Under --concurrency a worker claims no more jobs than
+    it has free slots, so the jobs it holds are the jobs in flight in it: `most` aims the kill
+    at the process with the most of them."""
     from django.db import DatabaseError, connection
 
     from django_sqlqueue.models import Job
@@ -45,7 +49,12 @@ def holding_a_batch(pids: set[int], pid_of: dict[str, int]) -> set[int]:
     except DatabaseError:
         connection.close()
         return set()
-    return {pid_of[owner] for owner, n in owners.items() if n >= 2 and owner in pid_of} & pids
+    held = {pid_of[owner]: n for owner, n in owners.items() if n >= 2 and owner in pid_of}
+    held = {pid: n for pid, n in held.items() if pid in pids}
+    if most and held:
+        top = max(held.values())
+        return {pid for pid, n in held.items() if n == top}
+    return set(held)
 
 
 def wait_for(find: Callable[[], set[int]], seconds: float) -> set[int]:

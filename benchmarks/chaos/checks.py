@@ -18,6 +18,7 @@ from .effects import (
     atomic_jobs,
     check_atomic_counter,
     check_rerun_budget,
+    kill_figures,
     transaction_broken_by_fault,
 )
 from .evidence import Evidence, timestamp
@@ -379,16 +380,27 @@ def check_faults_happened(f: Facts) -> Check:
         problems.append("no supervisor was stopped")
     if atomic_jobs(f)[0] and not atomic_executions_killed(f):
         problems.append("no worker was killed inside an atomic job")
+    kills = kill_figures(f)
+    if f.ev.concurrency > 1 and kills["most_in_flight_at_a_kill"] < 2:
+        # The promise of --concurrency is about the jobs in flight together in one process.
+        problems.append("no kill met two or more jobs in flight in one process")
     busy = sum(1 for e in f.ev.events if e["type"] == "kill_worker" and e.get("busy"))
     batches = sum(1 for e in f.ev.events if e.get("aimed_at") == "batch")
+    held = "holding two or more jobs" if f.ev.concurrency > 1 else "holding a batch"
+    in_flight = (
+        f", {kills['jobs_in_flight_at_kills']} jobs in flight in the killed processes at their "
+        f"kill (at most {kills['most_in_flight_at_a_kill']} in one)"
+        if f.ev.concurrency > 1
+        else ""
+    )
     return Check(
         "the harness did what it planned",
         not problems,
-        f"{counts['kill_worker']} worker SIGKILLs ({busy} busy, {batches} holding a batch), "
+        f"{counts['kill_worker']} worker SIGKILLs ({busy} busy, {batches} {held}), "
         f"{counts['kill_supervisor']} "
         f"supervisor SIGKILLs, {counts['term_supervisor']} supervisor SIGTERMs, "
         f"{counts['db_fault']} database faults, {counts['start_supervisor']} supervisor starts, "
-        f"{atomic_executions_killed(f)} atomic jobs killed mid-transaction",
+        f"{atomic_executions_killed(f)} atomic jobs killed mid-transaction{in_flight}",
         _examples(problems),
     )
 

@@ -5,6 +5,7 @@
     python -m benchmarks.chaos --db postgres --long             # five minutes
     python -m benchmarks.chaos --db mysql --restart-db          # restarts the server mid-run
     python -m benchmarks.chaos --db all --misbehave --seconds 25  # misbehaving handlers
+    python -m benchmarks.chaos --db postgres --concurrency 8      # runworkers --concurrency 8
 
 Exits 0 when every check passed, 1 when one failed, 2 when the harness itself broke.
 Logs, producer records and a JSON summary stay in --out (default /tmp/chaos_sqlqueue).
@@ -42,6 +43,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--producers", type=int, default=3)
     parser.add_argument("--rate", type=float, default=8.0, help="jobs/s per producer")
     parser.add_argument("--workers", type=int, default=3, help="worker processes per supervisor")
+    parser.add_argument(
+        "-c",
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="C",
+        help="jobs each worker process runs at once (runworkers --concurrency C); above 1, "
+        "io jobs that wait join the mix, so that kills meet many jobs in flight",
+    )
     parser.add_argument("--seed", type=int, default=None, help="random seed (printed)")
     parser.add_argument(
         "--db-fault",
@@ -78,6 +88,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="print the figures of finished runs as a Markdown table",
     )
     args = parser.parse_args(argv)
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+    if args.misbehave and args.concurrency > 1:
+        # Its checks hold a misbehaving handler to its own attempt; in a slot, os._exit(0)
+        # ends the process, and the attempts of the jobs in flight beside it are spent too.
+        parser.error("--misbehave checks one job per worker process: drop --concurrency")
     if args.long:
         args.seconds = LONG_SECONDS
     if args.restart_db:
@@ -152,17 +168,19 @@ def run_one(args: argparse.Namespace) -> int:
         db_fault=args.db_fault,
         drain_timeout=args.drain_timeout,
         misbehave=args.misbehave,
+        concurrency=args.concurrency,
     )
+    slots = f" x {args.concurrency} slots" if args.concurrency > 1 else ""
     if args.misbehave:
         say(
             f"chaos {vendor} --misbehave: {args.seconds:g} s, {args.producers - 1} producers x "
             f"{args.rate:g} jobs/s and one of misbehaving jobs, 2 supervisors x {args.workers} "
-            f"workers, lease {args.lease:g} s, no kills, seed {seed}, files {run_dir}"
+            f"workers{slots}, lease {args.lease:g} s, no kills, seed {seed}, files {run_dir}"
         )
     else:
         say(
             f"chaos {vendor}: {args.seconds:g} s, {args.producers} producers x {args.rate:g} "
-            f"jobs/s, 2 supervisors x {args.workers} workers, lease {args.lease:g} s, "
+            f"jobs/s, 2 supervisors x {args.workers} workers{slots}, lease {args.lease:g} s, "
             f"db fault {args.db_fault if vendor != 'sqlite' else 'write-lock'}, seed {seed}, "
             f"files {run_dir}"
         )

@@ -4,9 +4,12 @@
   SIGKILLed worker re-runs at most the job it was running (docs/guarantees.md, "At most one
   re-run per crash"). A *re-run* is an execution the queue has no outcome for and after which
   the job ran again; one is the kill's when its process was SIGKILLed after it started and its
-  attempt was taken away at or after the kill. Each killed worker process may owe at most
-  one, so a run's kill re-runs are at most its worker SIGKILLs plus, for each supervisor
-  SIGKILL, the workers it had.
+  attempt was taken away at or after the kill: the job was *in flight* in that process at the
+  kill. Each killed worker process may owe at most one per slot (one, or C with `runworkers
+  --concurrency C`), each job at most once, so a run's kill re-runs are at most C times its
+  worker SIGKILLs plus, for each supervisor SIGKILL, the workers it had. And a job in flight
+  at a kill has its attempt spent (`lost`): one handed back as never started (`released`)
+  had started, and the supervisor did not know it.
 - **Atomic jobs.** Each `chaos.atomic` job adds one to a counter row in the transaction that
   records its completion: at the end the counter equals the completed atomic jobs, exactly,
   whatever was killed or cut when.
@@ -42,6 +45,12 @@ class Rerun:
     execution: ExecutionRow
     #: "worker SIGKILL", "supervisor SIGKILL", or one of the other causes above.
     cause: str
+    #: The history entry that took the attempt away (lost, released), if any.
+    taken: dict | None = None
+
+    @property
+    def by_kill(self) -> bool:
+        return self.cause.endswith("SIGKILL")
 
 
 def transaction_broken_by_fault(f: Facts, job: JobRow, entry: dict) -> bool:
@@ -84,49 +93,120 @@ def reruns(f: Facts) -> list[Rerun]:
             if entry_for(job, execution, RECORDED) is not None:
                 continue
             taken = entry_for(job, execution, TAKEN_AWAY)
-            found.append(Rerun(job, execution, rerun_cause(f, execution, taken)))
+            found.append(Rerun(job, execution, rerun_cause(f, execution, taken), taken))
     return found
 
 
+def in_flight_at_kills(f: Facts) -> dict[int, list[ExecutionRow]]:
+    """Per killed worker process (pid), the executions in flight in it when it was killed:
+    started before the kill, no outcome recorded, the attempt taken away at or after the
+    kill — a kill's re-run, or one whose job did not run again (its last attempt). Derived
+    from each execution's own start record and the kill times, so as many per process as
+    it ran at once."""
+    found: dict[int, list[ExecutionRow]] = defaultdict(list)
+    for job in f.ev.jobs:
+        for execution in f.executions.get(job.id, []):
+            if execution.pid not in f.killed_pids or entry_for(job, execution, RECORDED):
+                continue
+            taken = entry_for(job, execution, TAKEN_AWAY)
+            if rerun_cause(f, execution, taken).endswith("SIGKILL"):
+                found[execution.pid].append(execution)
+    return found
+
+
+def kill_figures(f: Facts) -> dict[str, int]:
+    """Kills (worker and supervisor SIGKILLs), worker processes they killed, jobs in flight
+    in those processes at the kill (in all, and the most in one process)."""
+    processes = sum(
+        len(e["pids"]) for e in f.ev.events if e["type"] in ("kill_worker", "kill_supervisor")
+    )
+    in_flight = in_flight_at_kills(f)
+    return {
+        "kills": sum(1 for e in f.ev.events if e["type"] in ("kill_worker", "kill_supervisor")),
+        "processes_killed": processes,
+        "jobs_in_flight_at_kills": sum(len(runs) for runs in in_flight.values()),
+        "most_in_flight_at_a_kill": max((len(runs) for runs in in_flight.values()), default=0),
+    }
+
+
 def kill_budget(f: Facts) -> tuple[int, int, int]:
-    """(worker SIGKILLs, supervisor SIGKILLs, re-runs they may cost): one per worker SIGKILL,
-    one per worker of a SIGKILLed supervisor."""
-    workers = supervisors = budget = 0
+    """(worker SIGKILLs, supervisor SIGKILLs, re-runs they may cost): one per slot of each
+    killed worker process (C with --concurrency C) — the process of a worker SIGKILL, the
+    workers of a SIGKILLed supervisor."""
+    workers = supervisors = processes = 0
     for event in f.ev.events:
         if event["type"] == "kill_worker":
             workers += 1
-            budget += len(event["pids"])
+            processes += len(event["pids"])
         elif event["type"] == "kill_supervisor":
             supervisors += 1
-            budget += len(event["pids"])
-    return workers, supervisors, budget
+            processes += len(event["pids"])
+    return workers, supervisors, processes * f.ev.concurrency
+
+
+def rerun_check_name(concurrency: int) -> str:
+    if concurrency == 1:
+        return "a killed worker re-ran at most the job it was running"
+    return (
+        f"a killed worker process re-ran only the jobs it had in flight (at most {concurrency}),"
+        " each once"
+    )
 
 
 def check_rerun_budget(f: Facts) -> Check:
     found = reruns(f)
+    slots = f.ev.concurrency
     causes = Counter(r.cause for r in found)
     by_pid: dict[int, list[Rerun]] = defaultdict(list)
     for rerun in found:
-        if rerun.cause.endswith("SIGKILL"):
+        if rerun.by_kill:
             by_pid[rerun.execution.pid].append(rerun)
     owed = sum(len(runs) for runs in by_pid.values())
     workers, supervisors, budget = kill_budget(f)
-    over = {pid: runs for pid, runs in by_pid.items() if len(runs) > 1}
+    over = {
+        pid: runs
+        for pid, runs in by_pid.items()
+        if len(runs) > slots or len({r.job.id for r in runs}) < len(runs)
+    }
+    # In flight at the kill, yet handed back as never started: its attempt was not spent.
+    unspent = [r for r in found if r.by_kill and (r.taken or {}).get("outcome") == "released"]
     others = ", ".join(
         f"{n} {why}" for why, n in causes.most_common() if not why.endswith("SIGKILL")
     )
+    processes = budget // slots
+    if slots == 1:
+        budget_text = (
+            f"{workers} worker SIGKILLs, {processes - workers} workers of {supervisors} "
+            "SIGKILLed supervisors); "
+            f"{len(over)} killed workers re-ran more than one job"
+        )
+    else:
+        budget_text = (
+            f"{slots} for each of {processes} processes: {workers} worker SIGKILLs, "
+            f"{processes - workers} workers of {supervisors} SIGKILLed supervisors); "
+            f"{len(over)} killed processes re-ran more than {slots} jobs or one twice"
+        )
+    if unspent:
+        budget_text += f"; {len(unspent)} in flight at a kill but handed back unspent"
     return Check(
-        "a killed worker re-ran at most the job it was running",
-        owed <= budget and not over,
+        rerun_check_name(slots),
+        owed <= budget and not over and not unspent,
         f"{owed} re-runs after kills ({causes['worker SIGKILL']} worker, "
-        f"{causes['supervisor SIGKILL']} supervisor) for a budget of {budget} ({workers} "
-        f"worker SIGKILLs, {budget - workers} workers of {supervisors} SIGKILLed "
-        f"supervisors); {len(over)} killed workers re-ran more than one job; other "
-        f"re-runs: {others or 'none'}",
+        f"{causes['supervisor SIGKILL']} supervisor) for a budget of {budget} ({budget_text}; "
+        f"other re-runs: {others or 'none'}",
         examples(
-            f"pid {pid} ({runs[0].cause}) re-ran {len(runs)} jobs: "
-            + ", ".join(f"{r.job.id} {r.job.kind} attempt {r.execution.attempt}" for r in runs)
-            for pid, runs in sorted(over.items())
+            [
+                f"pid {pid} ({runs[0].cause}) re-ran {len(runs)} jobs: "
+                + ", ".join(f"{r.job.id} {r.job.kind} attempt {r.execution.attempt}" for r in runs)
+                for pid, runs in sorted(over.items())
+            ]
+            + [
+                f"job {r.job.id} {r.job.kind} attempt {r.execution.attempt} ran in pid "
+                f"{r.execution.pid} from {r.execution.started:.3f}, killed at "
+                f"{f.killed_pids[r.execution.pid][0]:.3f} ({r.cause}), yet was handed back "
+                f"unspent: {(r.taken or {}).get('error', '')}"
+                for r in unspent
+            ]
         ),
     )
 

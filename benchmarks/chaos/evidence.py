@@ -70,6 +70,8 @@ class Evidence:
     drain_seconds: float = 0.0
     #: The atomic jobs' counter row at the end (None: the run had no such row).
     counter: int | None = None
+    #: Jobs each worker process ran at once (`runworkers --concurrency`; 1 in older runs).
+    concurrency: int = 1
 
 
 def timestamp(iso: str | None) -> float | None:

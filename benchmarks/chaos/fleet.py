@@ -63,11 +63,22 @@ class Supervisor:
 
 
 class Fleet:
-    def __init__(self, workers: int, log_dir: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, workers: int, log_dir: Path, env: dict[str, str], concurrency: int = 1
+    ) -> None:
         self.workers = workers
+        #: Jobs each worker process runs at once (`runworkers --concurrency`; 1: not passed).
+        self.concurrency = concurrency
         self.log_dir = log_dir
         self.env = env
         self.supervisors: list[Supervisor] = []
+
+    def command(self, *extra: str) -> list[str]:
+        """The `runworkers` command line of every supervisor of the fleet."""
+        command = [sys.executable, "-m", "django", "runworkers", "-n", str(self.workers)]
+        if self.concurrency != 1:
+            command += ["--concurrency", str(self.concurrency)]
+        return [*command, *extra]
 
     def start(
         self,
@@ -84,9 +95,8 @@ class Fleet:
         generation = sum(1 for s in self.supervisors if s.slot == slot) + 1
         name = f"{slot}{generation}" if len(slot) == 1 else f"{slot}.{generation}"
         log = self.log_dir / f"supervisor-{name}.log"
-        command = [sys.executable, "-m", "django", "runworkers", "-n", str(self.workers), *extra]
         process = subprocess.Popen(
-            [*prefix, *command],
+            [*prefix, *self.command(*extra)],
             cwd=ROOT,
             env=env or self.env,
             stdin=subprocess.DEVNULL,

@@ -9,6 +9,11 @@ The timeline of a run of S seconds, cut into cycles of about two minutes:
   a database fault — every connection to the chaos database cut twice a second apart, or,
   with --restart-db, a restart of the server; on SQLite, the write lock held for 3 s;
 - then the drain: supervisors keep working until every job is finished, and stop on SIGTERM.
+
+With --concurrency C > 1 every supervisor runs `runworkers --concurrency C`, the producers add
+io jobs (mix.py: IO_SHARE of the jobs wait about long enough to keep half the slots busy), and
+the kills aimed at "a batch" go to the worker holding the most jobs: kills meet several jobs
+in flight in one process, each of which may run again once.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import aim, config, dbadmin, ledger
+from . import aim, config, dbadmin, ledger, mix
 from .evidence import Evidence, count_log_patterns, load_database, load_units, save_evidence
 from .fleet import ROOT, Fleet, Supervisor
 
@@ -55,6 +60,8 @@ class Options:
     grace: float = 2.0
     #: A `--misbehave` run (misbehave_harness.py): misbehaving handlers, no kills.
     misbehave: bool = False
+    #: Jobs each worker process runs at once (`runworkers --concurrency`).
+    concurrency: int = 1
 
 
 def child_env() -> dict[str, str]:
@@ -72,7 +79,7 @@ class Harness:
         self.rng = random.Random(options.seed)
         self.env = child_env()
         self.events: list[dict[str, Any]] = []
-        self.fleet = Fleet(options.workers, run_dir, self.env)
+        self.fleet = Fleet(options.workers, run_dir, self.env, options.concurrency)
         self.producers: list[subprocess.Popen[bytes]] = []
         self.worker_ids: dict[int, str] = {}
         self.slot_args = {
@@ -106,8 +113,16 @@ class Harness:
         self.event("start_supervisor", supervisor=supervisor.name, pid=supervisor.pid)
         return supervisor
 
+    def io_jobs(self) -> tuple[float, tuple[float, float]]:
+        """(share of io jobs, range of their waits): none unless --concurrency C > 1."""
+        options = self.options
+        if options.concurrency <= 1:
+            return 0.0, (0.0, 0.0)
+        slots = len(self.slots()) * options.workers * options.concurrency
+        return mix.IO_SHARE, mix.io_seconds(slots, options.producers * options.rate)
+
     def producer_command(self, index: int, until: float, run_id: str) -> list[str]:
-        return [
+        command = [
             sys.executable,
             "-m",
             "benchmarks.chaos.producer",
@@ -118,6 +133,10 @@ class Harness:
             f"--run={run_id}",
             f"--out={self.run_dir / f'producer-{index}.jsonl'}",
         ]
+        share, (shortest, longest) = self.io_jobs()
+        if share:
+            command += [f"--io-share={share}", "--io-seconds", str(shortest), str(longest)]
+        return command
 
     def start_producers(self, until: float, run_id: str) -> None:
         for index in range(self.options.producers):
@@ -187,8 +206,9 @@ class Harness:
             )
         if target == "batch":
             pid_of = {worker_id: pid for pid, worker_id in self.worker_ids.items()}
+            most = self.options.concurrency > 1
             found = aim.wait_for(
-                lambda: aim.holding_a_batch(pids, pid_of), aim.AIM_WAIT_SECONDS[target]
+                lambda: aim.holding_a_batch(pids, pid_of, most), aim.AIM_WAIT_SECONDS[target]
             )
             return target, found
         return None, set()
@@ -351,6 +371,9 @@ class Harness:
         start = time.time()
         until = start + options.seconds
         self.start_producers(until, run_id)
+        share, (shortest, longest) = self.io_jobs()
+        if share:
+            self.say(f"  io jobs: {share:.0%} of the mix, each waiting {shortest:g}-{longest:g} s")
         self.say(f"  chaos for {options.seconds:g} s")
         try:
             self.chaos(start, until)
@@ -386,6 +409,7 @@ class Harness:
             drained=drained,
             drain_seconds=drain_seconds,
             counter=counter,
+            concurrency=options.concurrency,
         )
         save_evidence(evidence, self.run_dir / "evidence.json")
         (self.run_dir / "options.json").write_text(json.dumps(asdict(options), indent=1))

@@ -2,6 +2,10 @@
 rolls back with it, so the Execution table cannot show the attempts that were killed or
 failed. Each worker process appends one JSON line when a handler starts and one when its body
 returns or raises, with one `write()` each (a SIGKILL loses nothing already written).
+
+Under `runworkers --concurrency C` several slot threads of one process run atomic jobs at
+once: each execution's key is drawn under a lock (two executions never share one, which would
+merge them when the file is read), and the file is opened once per process.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +23,17 @@ from . import config
 _fd: int | None = None
 _fd_pid: int | None = None
 _serial = 0
+#: Guards the three above against the slot threads of one process.
+_lock = threading.Lock()
+
+
+def _new_lock_after_fork() -> None:
+    """A fork from a slot thread copies the lock as it was, perhaps held by another thread."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_after_fork)
 
 
 def ledger_dir() -> Path:
@@ -30,21 +46,33 @@ def clear() -> None:
     shutil.rmtree(ledger_dir(), ignore_errors=True)
 
 
-def _append(record: dict[str, Any]) -> None:
+def _file() -> int:
+    """This process's file (opened on its first write, or its first after a fork)."""
     global _fd, _fd_pid
-    if _fd is None or _fd_pid != os.getpid():  # first write, or first after a fork
-        path = ledger_dir()
-        path.mkdir(parents=True, exist_ok=True)
-        _fd = os.open(path / f"{os.getpid()}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-        _fd_pid = os.getpid()
-    os.write(_fd, (json.dumps(record) + "\n").encode())
+    with _lock:
+        if _fd is None or _fd_pid != os.getpid():
+            path = ledger_dir()
+            path.mkdir(parents=True, exist_ok=True)
+            _fd = os.open(path / f"{os.getpid()}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            _fd_pid = os.getpid()
+        return _fd
+
+
+def _append(record: dict[str, Any]) -> None:
+    # One O_APPEND write per line: lines of concurrent threads never interleave.
+    os.write(_file(), (json.dumps(record) + "\n").encode())
+
+
+def _next_key() -> tuple[int, int]:
+    global _serial
+    with _lock:
+        _serial += 1
+        return os.getpid(), _serial
 
 
 def started(job_id: int, token: str, kind: str, attempt: int, worker_id: str) -> tuple[int, int]:
     """Note that a handler starts now; the key to pass to `finished`."""
-    global _serial
-    _serial += 1
-    key = (os.getpid(), _serial)
+    key = _next_key()
     _append(
         {
             "key": list(key),

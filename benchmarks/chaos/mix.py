@@ -34,6 +34,8 @@ KINDS = {
         Kind("hang", "chaos.hang", 0.01, 2, timeout=1.0),
         Kind("keyed", "chaos.fast", 0.20, 4, keyed=True),
         Kind("atomic", "chaos.atomic", 0.08, 4),
+        # Only with --concurrency C > 1: IO_SHARE of the jobs, drawn apart (choose_kind).
+        Kind("io", "chaos.io", 0.0, 4),
     )
 }
 KIND_OF_JOB = {kind.job_name: kind for kind in KINDS.values() if not kind.keyed}
@@ -43,6 +45,14 @@ HANG_SECONDS = 30.0
 #: An atomic job holds its transaction open this long after its increment (seconds, drawn
 #: per job), so that kills and connection cuts land between its write and its commit.
 ATOMIC_HOLD_SECONDS = (0.01, 0.1)
+#: With --concurrency C > 1, this share of the jobs waits (a call to another service, say),
+#: so that each worker process has several jobs in flight when a kill lands; C = 1 keeps the
+#: mix above unchanged.
+IO_SHARE = 0.4
+#: The waits are drawn around a mean chosen to keep about this share of all slots busy with
+#: them (io_seconds), within these bounds (seconds).
+IO_TARGET_BUSY = 0.5
+IO_MEAN_BOUNDS = (0.5, 8.0)
 #: Keyed enqueues in the same window of this many seconds share their idempotency key,
 #: so producers race each other (and their own rollbacks) for the same key.
 KEY_WINDOW_SECONDS = 1.0
@@ -58,14 +68,31 @@ class Planned:
     key: str | None = None
 
 
-def choose_kind(rng: random.Random) -> Kind:
-    kinds = list(KINDS.values())
+def io_seconds(slots: int, jobs_per_second: float) -> tuple[float, float]:
+    """The range of an io job's wait, for `slots` slots in all (supervisors x workers x C) and
+    producers enqueueing `jobs_per_second`: by Little's law, IO_SHARE of the jobs waiting a
+    mean of m seconds keep jobs_per_second * IO_SHARE * m slots busy."""
+    mean = IO_TARGET_BUSY * slots / max(jobs_per_second * IO_SHARE, 1e-9)
+    mean = min(max(mean, IO_MEAN_BOUNDS[0]), IO_MEAN_BOUNDS[1])
+    return round(mean * 0.5, 3), round(mean * 1.5, 3)
+
+
+def choose_kind(rng: random.Random, io_share: float = 0.0) -> Kind:
+    """A kind of the mix; with `io_share`, that share of io jobs first (without it the draws
+    are those of a run before io jobs existed)."""
+    if io_share and rng.random() < io_share:
+        return KINDS["io"]
+    kinds = [k for k in KINDS.values() if k.weight]
     return rng.choices(kinds, weights=[k.weight for k in kinds])[0]
 
 
-def params_for(kind: Kind, rng: random.Random, lease: float) -> dict[str, Any]:
+def params_for(
+    kind: Kind, rng: random.Random, lease: float, io_range: tuple[float, float] = (0.5, 1.5)
+) -> dict[str, Any]:
     """Handler arguments: how long a slow job sleeps, how often a flaky job fails first, how
-    long an atomic job keeps its transaction open."""
+    long an atomic job keeps its transaction open, how long an io job waits."""
+    if kind.name == "io":
+        return {"seconds": round(rng.uniform(*io_range), 3)}
     if kind.name == "slow":
         # Mostly well under the lease; one in ten outlives it, so the heartbeat must keep it.
         long = rng.random() < 0.1

@@ -39,6 +39,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--misbehave", action="store_true", help="enqueue only misbehaving jobs (misbehave.py)"
     )
+    parser.add_argument(
+        "--io-share", type=float, default=0.0, help="share of io jobs (runworkers --concurrency)"
+    )
+    parser.add_argument(
+        "--io-seconds",
+        type=float,
+        nargs=2,
+        default=(0.5, 1.5),
+        metavar=("MIN", "MAX"),
+        help="how long an io job waits",
+    )
     return parser.parse_args(argv)
 
 
@@ -66,9 +77,9 @@ class Producer:
 
         planned = []
         for _ in range(self.rng.choice([1, 1, 1, 2, 3])):
-            kind = choose_kind(self.rng)
+            kind = choose_kind(self.rng, self.args.io_share)
             key = key_for(time.time(), self.args.run) if kind.keyed else None
-            params = params_for(kind, self.rng, self.lease)
+            params = params_for(kind, self.rng, self.lease, tuple(self.args.io_seconds))
             planned.append(Planned(kind.name, self.token("j"), params, key))
         return planned
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .checks import Check, Facts, double_executions, reclaim_latencies
-from .effects import atomic_jobs, kill_budget, reruns
+from .effects import atomic_jobs, kill_budget, kill_figures, reruns
 from .evidence import Evidence
 from .facts import TRANSACTION_MODES
 
@@ -43,6 +43,7 @@ def figures(ev: Evidence) -> dict[str, Any]:
         "database": ev.vendor,
         "seconds": ev.seconds,
         "lease_seconds": ev.lease,
+        "concurrency": ev.concurrency,
         "jobs": len(ev.jobs),
         "jobs_by_kind": dict(sorted(kinds.items())),
         "completed": statuses["completed"],
@@ -67,6 +68,7 @@ def figures(ev: Evidence) -> dict[str, Any]:
         "reruns": dict(sorted(rerun_causes.items())),
         "kill_reruns": sum(n for why, n in rerun_causes.items() if why.endswith("SIGKILL")),
         "rerun_budget": kill_budget(facts)[2],
+        **kill_figures(facts),
         "atomic_jobs": atomic_total,
         "atomic_completed": atomic_completed,
         "atomic_counter": ev.counter,
@@ -101,6 +103,12 @@ def print_report(
         f"atomic jobs: {numbers['atomic_completed']} of {numbers['atomic_jobs']} completed, "
         f"counter {numbers['atomic_counter']}"
     )
+    say(
+        f"kills: {numbers['kills']} ({numbers['processes_killed']} worker processes, "
+        f"concurrency {numbers['concurrency']}), jobs in flight at kills: "
+        f"{numbers['jobs_in_flight_at_kills']} (at most {numbers['most_in_flight_at_a_kill']} "
+        "in one process)"
+    )
     say(f"supervisor logs: {numbers['log_counts']}")
     for check in checks:
         say(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.detail}")
@@ -134,6 +142,7 @@ ROWS = (
     ),
     ("Jobs run more often than recorded", lambda s: _doubles(s)),
     ("Re-runs after kills (budget)", lambda s: _reruns(s)),
+    ("Jobs in flight at kills (most in one process)", lambda s: _in_flight(s)),
     ("Atomic jobs completed / counter", lambda s: _atomic(s)),
     ("Max reclaim after worker SIGKILL", lambda s: _reclaim(s, "worker SIGKILL")),
     ("Max reclaim after supervisor SIGKILL", lambda s: _reclaim(s, "supervisor SIGKILL")),
@@ -162,6 +171,14 @@ def _reruns(summary: dict[str, Any]) -> str:
     if "kill_reruns" not in summary:
         return "—"  # a summary from before the re-run budget was checked
     return f"{summary['kill_reruns']} ({summary['rerun_budget']})"
+
+
+def _in_flight(summary: dict[str, Any]) -> str:
+    if "jobs_in_flight_at_kills" not in summary:
+        return "—"  # a summary from before they were counted
+    concurrency = summary.get("concurrency", 1)
+    slots = f", --concurrency {concurrency}" if concurrency > 1 else ""
+    return f"{summary['jobs_in_flight_at_kills']} ({summary['most_in_flight_at_a_kill']}{slots})"
 
 
 def _atomic(summary: dict[str, Any]) -> str:

@@ -129,8 +129,11 @@ def test_a_killed_worker_that_reran_two_jobs_breaks_the_budget() -> None:
     check = check_rerun_budget(Facts(ev))
     assert not check.passed
     assert check.detail.startswith("2 re-runs after kills (2 worker, 0 supervisor)")
+    assert "1 in flight at a kill but handed back unspent" in check.detail
     assert check.examples == [
-        f"pid {PID_B} (worker SIGKILL) re-ran 2 jobs: 2 slow attempt 1, 30 fast attempt 1"
+        f"pid {PID_B} (worker SIGKILL) re-ran 2 jobs: 2 slow attempt 1, 30 fast attempt 1",
+        f"job 30 fast attempt 1 ran in pid {PID_B} from {T0 + 3.5:.3f}, killed at "
+        f"{T0 + 5:.3f} (worker SIGKILL), yet was handed back unspent: before starting it",
     ]
 
 

@@ -1,4 +1,6 @@
 """The handlers of the chaos run. Each records its start and end in the Execution table.
+Under `runworkers --concurrency C` they run in a worker process's slot threads, C at once,
+each on its own database connection.
 
 The start row is written before any work, in autocommit, so a handler killed halfway still
 leaves its trace: that is how the checks count real executions, including the ones the queue
@@ -91,6 +93,13 @@ def fast(context: JobContext, token: str, kind: str = "fast") -> None:
 
 @job("chaos.slow", takes_context=True, max_attempts=KINDS["slow"].max_attempts)
 def slow(context: JobContext, token: str, seconds: float, kind: str = "slow") -> float:
+    return _run(context, token, kind, lambda: time.sleep(seconds) or seconds)
+
+
+@job("chaos.io", takes_context=True, max_attempts=KINDS["io"].max_attempts)
+def io(context: JobContext, token: str, seconds: float, kind: str = "io") -> float:
+    """Waits, as a call to another service does, with the GIL released: enqueued only under
+    --concurrency, so that a worker process has many jobs in flight when a kill lands."""
     return _run(context, token, kind, lambda: time.sleep(seconds) or seconds)
 
 
