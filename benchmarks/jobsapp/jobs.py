@@ -2,7 +2,7 @@
 
 from django_sqlqueue import job
 
-from .work import awork, work
+from .work import awork, burn, work
 
 
 @job("bench_job")
@@ -38,3 +38,10 @@ def bench_rated_slow_job(i: int, sleep_ms: int = 0) -> None:
 def bench_rated_job(i: int, sleep_ms: int = 0) -> None:
     """The flow scenario's rate-limited job: at most 50 starts in any second."""
     work(i, sleep_ms)
+
+
+@job("bench_cpu", queue="cpu")
+def bench_cpu_job(i: int, cpu_ms: int = 0) -> None:
+    """The io_beside_cpu scenario's CPU-bound job, on a queue of its own: `cpu_ms` of pure
+    Python computing."""
+    burn(i, cpu_ms)

@@ -66,6 +66,17 @@ def _io(jobs: int, in_flight: int, ours_workers: int, **params: Any) -> dict[str
     }
 
 
+def _io_beside_cpu(io_jobs: int, cpu_jobs: int) -> dict[str, Any]:
+    return {
+        "io_jobs": io_jobs,
+        "sleep_ms": 100,
+        "cpu_jobs": cpu_jobs,
+        "cpu_ms": 200,
+        "io_slots": 50,
+        "cpu_slots": 1,
+    }
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in [
@@ -177,6 +188,25 @@ SCENARIOS: dict[str, Scenario] = {
                 "peak_in_flight",
                 "rss_mb_per_in_flight",
                 "db_connections_peak",
+            ),
+        ),
+        Scenario(
+            "io_beside_cpu",
+            "I/O queue beside a busy CPU queue: io jobs/s beside cpu jobs over io jobs/s alone",
+            "io_rate_ratio",
+            # Phases beside (--queues io:50,cpu:1), alone (the same, no cpu jobs) and shared
+            # (--concurrency 51) in each measurement; 40 cpu jobs of 0.2 s outlast the drain.
+            full=[_io_beside_cpu(1_000, 40)],
+            quick=[_io_beside_cpu(200, 10)],
+            systems="ours",
+            metrics=(
+                "io_rate_ratio",
+                "steady_ratio",
+                "alone_jobs_per_s",
+                "beside_jobs_per_s",
+                "cpu_jobs_meanwhile",
+                "shared_jobs_per_s",
+                "shared_rate_ratio",
             ),
         ),
         Scenario(

@@ -17,8 +17,8 @@ class SQLQueue(System):
     notes = (
         "at-least-once, each success recorded before the next job starts; `runworkers -n N` "
         "(N worker processes under one supervisor), `--burst` to drain, `--concurrency C` "
-        "(threads) in the io scenario; library defaults, no SQLQUEUE setting (effective values "
-        "in the JSON)"
+        "(threads) in the io scenario, `--queues io:50,cpu:1` (queues with slots of their own) "
+        "in io_beside_cpu; library defaults, no SQLQUEUE setting (effective values in the JSON)"
     )
     migrate_apps = ("django_sqlqueue",)
 
