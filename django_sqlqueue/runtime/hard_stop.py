@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 
 from .. import outcomes
 from ..attempts import AttemptOutcome
@@ -43,13 +42,7 @@ class HardStops:
             job.name,
             self.worker_id,
         )
-        error = "Timed out, and the handler did not stop; its worker process was replaced."
-
-        def record() -> str | None:
-            status = transitions.fail(job, error, outcome=AttemptOutcome.TIMEOUT, alias=self.alias)
-            return status.value if status is not None else None
-
-        end_process(job, "timeout", record, error)
+        end_process(job, "timeout", self.alias)
 
     def stop_deaf_handler(self, job: ClaimedJob) -> None:
         """Called from the watch thread: a handler deaf to its cancel costs its process."""
@@ -59,24 +52,41 @@ class HardStops:
             job.name,
             self.worker_id,
         )
-        reason = "Cancelled while running; the handler did not stop, so its worker was replaced."
-
-        def record() -> str | None:
-            stopped = transitions.stop(job, reason, alias=self.alias)
-            return outcomes.CANCELLED if stopped else None
-
-        end_process(job, "stop", record, reason)
+        end_process(job, "cancel", self.alias)
 
 
-def end_process(job: ClaimedJob, what: str, record: Callable[[], str | None], error: str) -> None:
-    """Record how the attempt ended if the database takes it, then end the process at once,
-    whatever happened (the supervisor recovers a job it sees running at the exit)."""
+#: What the attempt of a handler deaf to its timeout or its cancel is recorded with.
+DEAF_ERRORS = {
+    "timeout": "Timed out, and the handler did not stop; its worker process was replaced.",
+    "cancel": "Cancelled while running; the handler did not stop, so its worker was replaced.",
+}
+
+
+def record_deaf(job: ClaimedJob, what: str, alias: str) -> bool:
+    """Record the attempt of a handler deaf to its `what` ("timeout" or "cancel") as timed
+    out, or stopped, and report it; False if the database did not take it (the job is then
+    recovered as lost once its process has gone)."""
+    error = DEAF_ERRORS[what]
     try:
-        outcome = record()
+        if what == "timeout":
+            status = transitions.fail(job, error, outcome=AttemptOutcome.TIMEOUT, alias=alias)
+            outcome = status.value if status is not None else None
+        else:
+            stopped = transitions.stop(job, error, alias=alias)
+            outcome = outcomes.CANCELLED if stopped else None
         if outcome is not None:
             outcomes.attempt_ended(job, outcome, None, error)
             outcomes.flush()
+        return True
     except Exception as exc:
         logger.error("Job %s: could not record its %s (%s)", job.id, what, exc)
+        return False
+
+
+def end_process(job: ClaimedJob, what: str, alias: str) -> None:
+    """Record how the attempt ended if the database takes it, then end the process at once,
+    whatever happened (the supervisor recovers a job it sees running at the exit)."""
+    try:
+        record_deaf(job, what, alias)
     finally:
         exit_process(EXIT_HUNG)

@@ -32,21 +32,19 @@ from typing import Any, Protocol
 
 from django.db import DatabaseError, connections
 
-from ..attempts import AttemptOutcome
 from ..conf import QueueSettings
 from ..context import AttemptControl
 from ..databases import queue_database
 from ..databases.claiming import Claimer
 from ..databases.polling import Waiter
 from ..rows import ClaimedJob
-from . import transitions
 from .activity_log import ActivitySummary
 from .attempt import AttemptRunner
 from .connections import refresh_connections
 from .dispatch import DurationEstimates
 from .event_loop import ProcessLoop
 from .group_recording import GroupWriter, SlotRecorder
-from .hard_stop import EXIT_HUNG
+from .hard_stop import EXIT_HUNG, record_deaf
 from .heartbeat import close_quietly
 from .recording import OutcomeRecorder
 from .runner import JobRunner
@@ -273,24 +271,12 @@ class SlotPool:
             what,
             self.worker.worker_id,
         )
-        try:
-            if what == "timeout":
-                error = "Timed out, and the handler did not stop; its worker process was replaced."
-                transitions.fail(
-                    job, error, outcome=AttemptOutcome.TIMEOUT, alias=self.worker.alias
-                )
-            else:
-                reason = (
-                    "Cancelled while running; the handler did not stop, so its worker was replaced."
-                )
-                transitions.stop(job, reason, alias=self.worker.alias)
-        except DatabaseError as exc:
-            # The supervisor recovers it when the process exits (its cell still names it).
-            logger.error("Job %s: could not record its %s (%s)", job.id, what, exc)
-            close_quietly(self.worker.alias)
-        else:
+        if record_deaf(job, what, self.worker.alias):
             if slot is not None:
                 self.publish(slot, None)
+        else:
+            # The supervisor recovers it when the process exits (its cell still names it).
+            close_quietly(self.worker.alias)
         with self.changed:
             if slot is not None:
                 self.deaf.add(slot)
