@@ -77,13 +77,15 @@ class Supervised(Protocol):
     """What the telemetry reads of its supervisor (runtime/supervisor.py)."""
 
     size: int
-    finished_slots: int
     stop_deadline: float | None
-    #: pid → child, each with a shared `current_job` value (0 while idle).
+    #: pid → child, each with its running jobs shared (`current_job`: in_flight.py).
     children: dict[int, Any]
     #: Why the loop itself failed, if it did.
     failure: str | None
     chores: Chores
+
+    @property
+    def finished_slots(self) -> int: ...
 
 
 class SupervisorTelemetry:

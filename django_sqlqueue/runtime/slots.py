@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Any, Protocol
+from typing import Protocol
 
 from django.db import DatabaseError, connections
 
@@ -46,6 +46,7 @@ from .event_loop import ProcessLoop
 from .group_recording import GroupWriter, SlotRecorder
 from .hard_stop import EXIT_HUNG, record_deaf
 from .heartbeat import close_quietly
+from .in_flight import InFlight
 from .recording import OutcomeRecorder
 from .runner import JobRunner
 from .starts import JobStarts
@@ -55,7 +56,7 @@ from .worker_options import WorkerOptions
 
 
 class PoolHost(Protocol):
-    """What a pool needs of its worker (runtime/worker.py's PoolHost)."""
+    """What a pool needs of its worker (runtime/worker.py's JobWorker)."""
 
     worker_id: str
     alias: str
@@ -68,7 +69,7 @@ class PoolHost(Protocol):
     waiter: Waiter
     stopping: StopEvent
     recorder: OutcomeRecorder
-    shared_current: Any
+    shared_current: InFlight | None
     held: list[ClaimedJob]
     held_lock: threading.Lock
     interrupted: bool
@@ -129,7 +130,6 @@ class Slot(JobStarts, threading.Thread):
         )
         self.attempts = AttemptRunner(self)
         self.in_handler = False
-        self.current: ClaimedJob | None = None
         self.inbox: queue.SimpleQueue[Assignment | None] = queue.SimpleQueue()
 
     # AttemptHost ---------------------------------------------------------------------------
@@ -149,7 +149,6 @@ class Slot(JobStarts, threading.Thread):
         deadline: float | None,
         control: AttemptControl | None = None,
     ) -> None:
-        self.current = job
         self.pool.publish(self.slot, job)
 
     def holds_more(self) -> bool:
@@ -213,7 +212,6 @@ class SlotPool:
 
     def __init__(self, worker: PoolHost, size: int) -> None:
         self.worker = worker
-        self.size = size
         #: Writes the slots' outcomes, many in one statement (group_recording.py).
         self.writer = GroupWriter(
             OutcomeRecorder(
@@ -244,7 +242,7 @@ class SlotPool:
     def publish(self, slot: int, job: ClaimedJob | None) -> None:
         """The slot's running job, in the cell the supervisor reads."""
         shared = self.worker.shared_current
-        if shared is not None and hasattr(shared, "set"):
+        if shared is not None:
             shared.set(slot - 1, job.id if job is not None else 0)
 
     def finished(self, slot: Slot) -> None:

@@ -160,7 +160,6 @@ class Supervisor:
         self.interrupted_at: float | None = None
         self.restart_delay = 0.0
         self.next_spawn = 0.0
-        self.finished_slots = 0
         #: Plan → how many of its workers finished for good (--burst, stopping).
         self.finished: Counter[int] = Counter()
         self.context = _context()
@@ -200,6 +199,11 @@ class Supervisor:
         else:
             logger.info("Second signal: interrupting running jobs and handing them back")
             self.stop_deadline = time.monotonic()
+
+    @property
+    def finished_slots(self) -> int:
+        """Workers that finished for good (--burst, stopping): not replaced."""
+        return sum(self.finished.values())
 
     def signal_children(self, signum: int) -> None:
         for child in self.children.values():
@@ -444,7 +448,6 @@ class Supervisor:
         running = child.current_job.ids()
         if not running:
             if code == 0 and (self.options.burst or self.stop_deadline is not None):
-                self.finished_slots += 1
                 self.finished[child.plan] += 1
                 return
             if code in (0, EXIT_RECYCLE):

@@ -34,6 +34,7 @@ from .connections import refresh_connections, reset_connection
 from .dispatch import CLAIM_BUDGET_SECONDS, DurationEstimates
 from .hard_stop import EXIT_HUNG, HardStops
 from .heartbeat import Heartbeat, delete_worker_row, insert_worker_row
+from .in_flight import InFlight
 from .recording import OutcomeRecorder
 from .runner import JobRunner
 from .slots import SlotPool
@@ -62,7 +63,7 @@ class JobWorker(JobStarts, HardStops):
         worker_id: str,
         options: WorkerOptions,
         conf: QueueSettings | None = None,
-        shared_current: Any = None,
+        shared_current: InFlight | None = None,
         *,
         claimer: Claimer | None = None,
         waiter: Waiter | None = None,

@@ -13,13 +13,13 @@ import logging
 import os
 import sys
 import threading
-from typing import Any
 
 from django.db import connections
 
 from .. import outcomes
 from .budget import WorkerBudget
 from .forks import guard_forks
+from .in_flight import InFlight
 from .worker import JobWorker, WorkerOptions
 
 logger = logging.getLogger("django_sqlqueue")
@@ -28,7 +28,7 @@ logger = logging.getLogger("django_sqlqueue")
 def worker_main(
     worker_id: str,
     options: WorkerOptions,
-    shared_current: Any = None,
+    shared_current: InFlight | None = None,
     budget: WorkerBudget | None = None,
 ) -> None:
     """Entry point of a worker process started by the supervisor (which closed its database
