@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 _fd: int | None = None
@@ -93,3 +94,14 @@ def verify_exactly_once(
     if unknown:
         problems.append(f"{unknown} unexpected")
     return ", ".join(problems)
+
+
+def most_within(starts: Sequence[float], window: float) -> int:
+    """The most starts (sorted) that fall within any `window` seconds: the jobs running at
+    once when each runs `window` seconds, or the starts in a rate limit's window."""
+    most, first = 0, 0
+    for last, start in enumerate(starts):
+        while starts[first] <= start - window:
+            first += 1
+        most = max(most, last - first + 1)
+    return most

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from .. import markers
 from ..systems import System, Unsupported
 from .drain import drain
 
@@ -49,27 +50,20 @@ def run(system: System, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _starts() -> list[tuple[int, float]]:
-    from .. import markers
-
     return sorted(markers.read(), key=lambda mark: mark[1])
 
 
 def max_overlap(keys: int, seconds: float) -> int:
     """The most jobs of one key running at once, each taken to run `seconds` from its start
     (an upper bound: the queue's own overhead only shortens the real overlap)."""
+    marks = _starts()  # read once, not once per key
     peak = 0
     for key in range(keys):
-        starts = [t for i, t in _starts() if i % keys == key]
+        starts = [t for i, t in marks if i % keys == key]
         for index, start in enumerate(starts):
             peak = max(peak, sum(1 for other in starts[: index + 1] if other + seconds > start))
     return peak
 
 
 def max_in_window(window: float) -> int:
-    starts = [t for _, t in _starts()]
-    peak, low = 0, 0
-    for high, start in enumerate(starts):
-        while starts[low] <= start - window:
-            low += 1
-        peak = max(peak, high - low + 1)
-    return peak
+    return markers.most_within([t for _, t in _starts()], window)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -47,16 +47,6 @@ def layout(system: str, in_flight: int, ours_workers: int) -> tuple[int, int]:
     if system.startswith("sqlqueue"):
         return ours_workers, in_flight // ours_workers
     return 1, in_flight
-
-
-def peak_in_flight(starts: Sequence[float], job_s: float) -> int:
-    """The most jobs running at once, each from its start (sorted) for `job_s`."""
-    most, first = 0, 0
-    for last, start in enumerate(starts):
-        while starts[first] <= start - job_s:
-            first += 1
-        most = max(most, last - first + 1)
-    return most
 
 
 def connection_counter(vendor: str) -> Callable[[list[int]], int]:
@@ -129,7 +119,7 @@ def run(system: System, params: dict[str, Any]) -> dict[str, Any]:
     system.fill(jobs, "bench_async" if params.get("handler") == "async" else "bench")
     with Peaks(connection_counter(system.vendor)) as peaks:
         result = drain(system, jobs, workers, params.get("timeout", 900), each, job_s)
-    at_once = peak_in_flight(sorted(t for _, t in markers.read()), job_s)
+    at_once = markers.most_within(sorted(t for _, t in markers.read()), job_s)
     return {
         **result,
         "peak_in_flight": at_once,
