@@ -233,13 +233,7 @@ def test_without_io_jobs_the_mix_draws_as_before() -> None:
     assert mix.expected_outcome("io", 1, {"seconds": 1.0}) == mix.COMPLETED
 
 
-def test_the_ledger_keeps_every_execution_of_concurrent_slots(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CHAOS_DIR", str(tmp_path))
-    monkeypatch.setenv("CHAOS_DB_NAME", "chaos_ledger_threads")
-    monkeypatch.setattr(ledger, "_fd", None)
-    ledger.clear()
+def test_the_ledger_keeps_every_execution_of_concurrent_slots(empty_ledger: None) -> None:
     start = threading.Barrier(8)
 
     def slot(number: int) -> None:

@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from benchmarks.chaos import aim, ledger
 from benchmarks.chaos.checks import run_checks
 from benchmarks.chaos.effects import (
@@ -275,13 +273,7 @@ def test_kills_are_aimed_at_a_quarter_atomic_a_quarter_batches() -> None:
     assert aim.wait_for(set, seconds=0.05) == set()
 
 
-def test_the_ledger_keeps_executions_a_kill_cut_short(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CHAOS_DIR", str(tmp_path))
-    monkeypatch.setenv("CHAOS_DB_NAME", "chaos_ledger_test")
-    monkeypatch.setattr(ledger, "_fd", None)
-    ledger.clear()
+def test_the_ledger_keeps_executions_a_kill_cut_short(empty_ledger: None) -> None:
     first = ledger.started(5, "t5", "atomic", 1, "w1")
     ledger.started(6, "t6", "atomic", 1, "w1")  # its process is killed: no end
     ledger.finished(first)
