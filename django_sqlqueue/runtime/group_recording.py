@@ -86,8 +86,9 @@ class GroupWriter(threading.Thread):
                     break
         finally:
             self.closed.set()
-            # Whatever came after the end is written by its slot (submit() returns False
-            # only for requests it has not queued): none may wait forever.
+            # What was queued before the end is written here, so no slot waits forever; a
+            # request queued after this last look is written by its slot (submit() sees
+            # the writer gone).
             while True:
                 try:
                     request = self.inbox.get_nowait()

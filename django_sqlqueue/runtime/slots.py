@@ -1,8 +1,10 @@
 """`runworkers --concurrency C`: one worker process runs up to C jobs at once.
 
-Each slot is a thread with its own database connections that runs one job at a time exactly
-as a one-slot worker's main thread does (AttemptRunner: the fenced exits, the leak guard,
-`atomic=True`, progress and cancel through the watch). The main thread claims: never more
+Each slot is a thread that runs one job at a time exactly as a one-slot worker's main thread
+does (AttemptRunner: the fenced exits, the leak guard, `atomic=True`, progress and cancel
+through the watch); it opens a database connection of its own only when its handler or a flow
+limit uses the database, since one writer records the outcomes of all slots
+(group_recording.py). The main thread claims: never more
 jobs than slots are free, so no job waits claimed behind a busy slot, and hands each to a
 free slot at once. `async def` handlers run as tasks of one event loop per process
 (event_loop.py), at most one per slot, so C of them overlap too.
