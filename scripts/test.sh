@@ -11,7 +11,7 @@
 #   scripts/test.sh --conformance       # only the django.tasks conformance suite, every run
 #   scripts/test.sh --all-lines         # the whole suite on every stack's databases
 #   scripts/test.sh --screenshots       # regenerate docs/img/admin-*.png (browser test, SQLite)
-#   scripts/test.sh --jobs 1            # one pytest run at a time, output live (default: 2)
+#   scripts/test.sh --jobs 1            # one pytest run or harness at a time, output live (default: 2)
 #   scripts/test.sh --wagtail           # only the Wagtail integration test (--db narrows it)
 #   scripts/test.sh -- -k purge -x      # extra pytest arguments for every run
 #
@@ -511,6 +511,67 @@ run_all_pytest() {
     done
 }
 
+# run_lanes "FUNCTION..." "FUNCTION...": the functions of each argument one after another,
+# each argument a lane; the lanes side by side when PARALLEL allows, else one after another.
+# A lane's output is printed when it ends, and the steps it recorded are kept as if run here.
+run_lanes() {
+    local lane index=0 pids=() files=() fn
+    if [ "$PARALLEL" = 1 ]; then
+        for lane in "$@"; do
+            for fn in $lane; do "$fn"; done
+        done
+        return
+    fi
+    for lane in "$@"; do
+        [ -n "$lane" ] || continue
+        index=$((index + 1))
+        files+=("$RUN_TMP/lane-$index")
+        run_lane "$RUN_TMP/lane-$index" $lane &
+        pids+=($!)
+    done
+    [ ${#pids[@]} -gt 0 ] || return 0
+    log "Running ${#pids[@]} lanes side by side; each one's output follows when it ends"
+    wait "${pids[@]}"
+    for lane in "${files[@]}"; do
+        cat "$lane.log"
+        replay_lane "$lane"
+    done
+}
+
+# run_lane FILE FUNCTION...: the functions in a subshell, output to FILE.log; the steps they
+# recorded and the test counts to FILE.steps, for replay_lane.
+run_lane() {
+    local file="$1" fn i
+    shift
+    (
+        STEP_NAMES=() STEP_RESULTS=() STEP_SECONDS=() STEP_NOTES=()
+        TOTAL_PASSED=0 TOTAL_FAILED=0 TOTAL_SKIPPED=0
+        for fn in "$@"; do "$fn"; done
+        {
+            printf 'totals\t%s\t%s\t%s\n' "$TOTAL_PASSED" "$TOTAL_FAILED" "$TOTAL_SKIPPED"
+            for ((i = 0; i < ${#STEP_NAMES[@]}; i++)); do
+                printf 'step\t%s\t%s\t%s\t%s\n' "${STEP_NAMES[$i]}" "${STEP_RESULTS[$i]}" \
+                    "${STEP_SECONDS[$i]}" "${STEP_NOTES[$i]}"
+            done
+        } >"$file.steps"
+    ) >"$file.log" 2>&1 </dev/null
+}
+
+# replay_lane FILE: add what run_lane wrote to this run's steps and counts.
+replay_lane() {
+    local kind a b c d
+    [ -f "$1.steps" ] || { record "lane $1" FAIL 0 "(it recorded nothing: see its output)"; return; }
+    while IFS=$'\t' read -r kind a b c d; do
+        if [ "$kind" = totals ]; then
+            TOTAL_PASSED=$((TOTAL_PASSED + a))
+            TOTAL_FAILED=$((TOTAL_FAILED + b))
+            TOTAL_SKIPPED=$((TOTAL_SKIPPED + c))
+        else
+            STEP_NAMES+=("$a") STEP_RESULTS+=("$b") STEP_SECONDS+=("$c") STEP_NOTES+=("$d")
+        fi
+    done <"$1.steps"
+}
+
 summary() {
     local i failed=0 total=${#STEP_NAMES[@]} colour skipped=()
     echo
@@ -609,14 +670,17 @@ main() {
         step "install faketime" bash scripts/install_faketime.sh
     fi
     run_all_pytest "${runs[@]}"
+    local harnesses=() integration=()
     if [ "$QUICK" != 1 ] && [ "$CONFORMANCE_ONLY" != 1 ] && [ ${#ONLY_STACKS[@]} -eq 0 ]; then
-        wagtail_integration
+        integration=(wagtail_integration)
     fi
     if [ "$QUICK" != 1 ] && [ "$CONFORMANCE_ONLY" != 1 ] && [ -n "${STACK_PY[$MAIN_STACK]:-}" ]; then
-        chaos_run
-        misbehave_run
-        cluster_run
+        harnesses=(chaos_run misbehave_run)
+        integration+=(cluster_run)
     fi
+    # Each of these runs for a fixed time or waits on its processes, so two lanes of them
+    # (PARALLEL of 2 or more) take about as long as the longer lane.
+    run_lanes "${harnesses[*]}" "${integration[*]}"
     summary
 }
 
