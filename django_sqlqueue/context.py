@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
+from typing import Any
 
 from .exceptions import JobCancelled, JobTimeout
 
@@ -66,6 +68,18 @@ class JobContext:
     enqueued_at: datetime
     worker_id: str
     control: AttemptControl = field(default_factory=AttemptControl, repr=False, compare=False)
+    #: Reads the results of the jobs this one waited for (the worker supplies it).
+    dependency_reader: Callable[[], dict[int, Any]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    @cached_property
+    def dependency_results(self) -> dict[int, Any]:
+        """The results of the jobs this one was enqueued after (`after=`), by job id: what
+        each handler returned (None for one that did not complete, with
+        `on_dependency_failure="run"`). Empty for a job that waited for nothing. Read from the
+        database once, when first used."""
+        return self.dependency_reader() if self.dependency_reader is not None else {}
 
     @property
     def cancel_requested(self) -> bool:

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from .conf import get_settings
-from .databases import queue_database
-from .models import Job, QueueState
+from .databases import QueueDatabase, queue_database
+from .databases.dependencies import UNFINISHED_VALUES, release_dependents, rewait_abandoned
+from .models import Job, JobDependency, QueueState
 from .models.flow import PAUSED_BY_LENGTH, REASON_LENGTH
 from .queries import jobs
 from .states import CANCEL, FINISHED, REQUEUE, RUN_NOW, STOP, Status
@@ -50,8 +51,10 @@ class OperationResult:
 
 
 def cancel_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
-    """pending/failed → cancelled at once; running jobs are asked to stop (their handler sees
-    `context.cancel_requested`, and is interrupted after CANCEL_GRACE_SECONDS)."""
+    """waiting/pending/failed → cancelled at once; running jobs are asked to stop (their
+    handler sees `context.cancel_requested`, and is interrupted after CANCEL_GRACE_SECONDS).
+    Jobs that wait for a cancelled job are cancelled too, unless enqueued with
+    `on_dependency_failure="run"` (docs/workflows.md)."""
     ids = list(ids)
     now = timezone.now()
     cancelled = (
@@ -66,15 +69,20 @@ def cancel_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
         .filter(id__in=ids, status__in=STOP.sources, cancel_requested_at__isnull=True)
         .update(cancel_requested_at=now, updated_at=now)
     )
+    if cancelled:
+        # In the same transaction, if the caller has one: the jobs waiting for these.
+        release_dependents(_database(alias), ids)
     return BulkResult(cancelled, stopping)
 
 
 def requeue_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
-    """dead/cancelled/failed/completed → pending now, with attempts reset."""
+    """dead/cancelled/failed/completed → pending now, with attempts reset. Jobs cancelled
+    because one of these failed (workflows) wait for it again."""
+    ids = list(ids)
     now = timezone.now()
     changed = (
         jobs(alias)
-        .filter(id__in=list(ids), status__in=REQUEUE.sources)
+        .filter(id__in=ids, status__in=REQUEUE.sources)
         .update(
             status=Status.PENDING,
             attempts=0,
@@ -89,6 +97,9 @@ def requeue_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
             cancel_requested_at=None,
         )
     )
+    if changed:
+        # The jobs they abandoned by failing wait for them again.
+        rewait_abandoned(_database(alias).alias, ids)
     return BulkResult(changed)
 
 
@@ -104,6 +115,10 @@ def run_now_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
 
 
 JobOrId = Job | int
+
+
+def _database(alias: str | None) -> QueueDatabase:
+    return queue_database(alias or get_settings().database)
 
 
 def cancel(job: JobOrId, *, alias: str | None = None) -> OperationResult:
@@ -171,14 +186,18 @@ def purgeable(
     queue: str | None = None,
     alias: str | None = None,
 ) -> QuerySet[Job]:
-    """Finished jobs that may be deleted: never pending, failed or running ones."""
+    """Finished jobs that may be deleted: never waiting, pending, failed or running ones, nor
+    a finished one that such a job waits for (workflows)."""
     unknown = set(statuses) - set(FINISHED_VALUES)
     if unknown:
         raise ValueError(
             f"Only finished jobs can be purged ({', '.join(FINISHED_VALUES)}); "
             f"got {', '.join(sorted(unknown))}."
         )
-    queryset = jobs(alias).filter(status__in=list(statuses))
+    still_needed = JobDependency.objects.filter(
+        depends_on=OuterRef("pk"), job__status__in=UNFINISHED_VALUES
+    )
+    queryset = jobs(alias).filter(status__in=list(statuses)).exclude(Exists(still_needed))
     if older_than is not None:
         queryset = queryset.filter(finished_at__lt=older_than)
     if queue:
@@ -198,8 +217,9 @@ def purge(queryset: QuerySet[Job], batch_size: int = 1000, max_batches: int | No
             return deleted
         with transaction.atomic(using=alias):
             # Filtered again: a job requeued since the read must not be deleted.
-            count, _ = queryset.filter(id__in=ids).delete()
-        deleted += count
+            # Their JobDependency rows go with them; only the jobs are counted.
+            _, per_model = queryset.filter(id__in=ids).delete()
+        deleted += per_model.get(Job._meta.label, 0)
     return deleted
 
 

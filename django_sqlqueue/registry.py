@@ -68,7 +68,8 @@ class JobHandler(Generic[P, R]):
         return _where(self.func)
 
     def using(self, **options: Any) -> BoundJob[P, R]:
-        """Override queue, priority, run_at, delay, max_attempts or idempotency_key per call."""
+        """Override queue, priority, run_at, delay, max_attempts or idempotency_key per call,
+        or wait for other jobs (`after=[...]`, `on_dependency_failure=`: docs/workflows.md)."""
         return BoundJob(self, EnqueueOptions()).using(**options)
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:

@@ -30,6 +30,7 @@ CLAIM_COLUMNS = (
     "history",
     "backend",
     "trace_context",
+    "has_dependents",
 )
 
 
@@ -69,6 +70,9 @@ class ClaimedJob:
     started_at: datetime | None = None
     #: The enqueuing span's trace context, if OpenTelemetry recorded one (tracing.py).
     trace_context: dict[str, str] | None = None
+    #: Jobs were enqueued after this one when it was claimed: the exit that finishes it
+    #: releases them (one enqueued later is released by the supervisors' sweep).
+    has_dependents: bool = False
 
     @classmethod
     def from_row(
@@ -92,6 +96,7 @@ class ClaimedJob:
             lease_owner=lease_owner,
             started_at=started_at,
             trace_context=_json(values["trace_context"]),
+            has_dependents=bool(values["has_dependents"]),
         )
 
     @classmethod
@@ -113,6 +118,7 @@ class ClaimedJob:
             lease_owner=job.lease_owner,
             started_at=job.started_at,
             trace_context=job.trace_context,
+            has_dependents=job.has_dependents,
         )
 
     @property
@@ -143,6 +149,10 @@ class NewJob:
     #: unique_for: (the FlowKey row's key, the window in seconds).
     unique_window: tuple[str, float] | None = None
     concurrency_key: str | None = None
+    #: Workflows: the ids of the jobs this one waits for (stored `waiting` with one
+    #: JobDependency per id), and whether it runs even if one of them fails.
+    after: tuple[int, ...] = ()
+    run_on_dependency_failure: bool = False
 
     @property
     def has_flow_columns(self) -> bool:

@@ -14,6 +14,7 @@ PRIORITY_MAX = 100
 
 
 class Status(models.TextChoices):
+    WAITING = "waiting", _("Waiting for dependencies")
     PENDING = "pending", _("Pending")
     RUNNING = "running", _("Running")
     COMPLETED = "completed", _("Completed")
@@ -61,8 +62,19 @@ DEFER = Transition("defer", (Status.PENDING,), ())
 #: The `lease_owner` of a parked job, so that WAKE finds parked jobs and never a job that
 #: waits for its own `run_at`.
 PARKED_OWNER = "(parked)"
+#: Workflows: every job a waiting job was enqueued after has finished, completed (or, for a
+#: job enqueued with `on_dependency_failure="run"`, in any way): it becomes due now.
+READY = Transition("ready", (Status.WAITING,), (Status.PENDING,))
+#: Workflows: a job it was enqueued after ended dead or cancelled, so it will not run.
+ABANDON = Transition("abandon", (Status.WAITING,), (Status.CANCELLED,))
+#: The `lease_owner` of a job cancelled by ABANDON, so that requeueing the dependency that
+#: caused it puts the job back to wait (and nothing else it was cancelled for).
+ABANDONED_OWNER = "(abandoned)"
+#: Workflows: a dependency that caused an ABANDON is requeued, so the jobs it abandoned wait
+#: for it again (those with ABANDONED_OWNER, not those a person cancelled).
+REWAIT = Transition("rewait", (Status.CANCELLED,), (Status.WAITING,))
 #: Staff: a waiting job will not run.
-CANCEL = Transition("cancel", (Status.PENDING, Status.FAILED), (Status.CANCELLED,))
+CANCEL = Transition("cancel", (Status.WAITING, Status.PENDING, Status.FAILED), (Status.CANCELLED,))
 #: A running job whose cancel was requested stops: its worker records it (fenced), or
 #: recovery does if the worker is gone.
 STOP = Transition("stop", (Status.RUNNING,), (Status.CANCELLED,), fenced=True)
@@ -84,6 +96,9 @@ ALL_TRANSITIONS = (
     PARK,
     WAKE,
     DEFER,
+    READY,
+    ABANDON,
+    REWAIT,
     CANCEL,
     STOP,
     REQUEUE,

@@ -308,3 +308,45 @@ def as_utc(moment: datetime) -> datetime:
     if timezone.is_naive(moment):
         moment = timezone.make_aware(moment, timezone.get_current_timezone())
     return moment.astimezone(dt_timezone.utc)
+
+
+#: Most jobs one job may wait for (one row each, written with it).
+MAX_DEPENDENCIES = 1000
+DEPENDENCY_FAILURE_CHOICES = ("cancel", "run")
+
+
+def check_after(after: Any) -> tuple[int, ...]:
+    """The ids of the jobs given as `after=` (jobs, ids, or one of either), in order, once each."""
+    if after is None:
+        return ()
+    items = [after] if isinstance(after, int) or hasattr(after, "pk") else after
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise InvalidJobError(
+            f"after= takes a job, a job id, or a list of them; got {type(after).__name__}."
+        )
+    ids: dict[int, None] = {}
+    for item in items:
+        job_id = getattr(item, "pk", item)
+        if job_id is None:
+            raise InvalidJobError(f"after= names {item!r}, which was never stored.")
+        if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id <= 0:
+            raise InvalidJobError(
+                f"after= takes jobs (as enqueue returns them) or their ids; got {item!r}."
+            )
+        ids[job_id] = None
+    if len(ids) > MAX_DEPENDENCIES:
+        raise InvalidJobError(
+            f"after= names {len(ids)} jobs; a job waits for at most {MAX_DEPENDENCIES}."
+        )
+    return tuple(ids)
+
+
+def check_dependency_failure(value: Any, after: tuple[int, ...]) -> bool:
+    """True for on_dependency_failure="run"; "cancel" (the default) is False."""
+    if value is None:
+        return False
+    if value not in DEPENDENCY_FAILURE_CHOICES:
+        raise InvalidJobError(f"on_dependency_failure must be 'cancel' or 'run', not {value!r}.")
+    if not after:
+        raise InvalidJobError("on_dependency_failure needs after= (the jobs to wait for).")
+    return bool(value == "run")

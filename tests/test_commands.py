@@ -104,10 +104,12 @@ class TestPurgeJobs:
             output = run("purgejobs", "--days", "7", "--batch-size", str(batch_size))
         assert output.startswith("Deleted 30 ")
         assert remaining(alias) == {keep.pk}
+        # One DELETE of jobs per batch (each batch also deletes their dependency rows).
         deletes = [
             q
             for q in queries
-            if q["sql"].lstrip().upper().startswith("DELETE") and "sqlqueue_job" in q["sql"]
+            if q["sql"].lstrip().upper().startswith("DELETE")
+            and q["sql"].split()[2].strip('"`') == "django_sqlqueue_job"
         ]
         assert len(deletes) == math.ceil(30 / batch_size)
 
@@ -146,28 +148,32 @@ class TestJobStatus:
 
     def test_summary_line(self, jobs: None) -> None:
         assert run("jobstatus") == (
-            "pending: 3, running: 1, completed: 3, failed: 1, dead: 1, cancelled: 0"
+            "waiting: 0, pending: 3, running: 1, completed: 3, failed: 1, dead: 1, cancelled: 0"
         )
 
     def test_one_queue(self, jobs: None) -> None:
         assert run("jobstatus", "--queue", "mail") == (
-            "pending: 1, running: 1, completed: 0, failed: 0, dead: 0, cancelled: 0"
+            "waiting: 0, pending: 1, running: 1, completed: 0, failed: 0, dead: 0, cancelled: 0"
         )
 
     def test_unknown_queue_is_all_zero(self, jobs: None) -> None:
         assert run("jobstatus", "--queue", "nope") == (
-            "pending: 0, running: 0, completed: 0, failed: 0, dead: 0, cancelled: 0"
+            "waiting: 0, pending: 0, running: 0, completed: 0, failed: 0, dead: 0, cancelled: 0"
         )
 
     def test_by_queue(self, jobs: None) -> None:
         assert run("jobstatus", "--by-queue").splitlines() == [
-            "default: pending: 2, running: 0, completed: 3, failed: 0, dead: 1, cancelled: 0",
-            "mail: pending: 1, running: 1, completed: 0, failed: 0, dead: 0, cancelled: 0",
-            "reports: pending: 0, running: 0, completed: 0, failed: 1, dead: 0, cancelled: 0",
+            "default: waiting: 0, pending: 2, running: 0, completed: 3, failed: 0, dead: 1, "
+            "cancelled: 0",
+            "mail: waiting: 0, pending: 1, running: 1, completed: 0, failed: 0, dead: 0, "
+            "cancelled: 0",
+            "reports: waiting: 0, pending: 0, running: 0, completed: 0, failed: 1, dead: 0, "
+            "cancelled: 0",
         ]
 
     def test_json(self, jobs: None) -> None:
         assert json.loads(run("jobstatus", "--json")) == {
+            "waiting": 0,
             "pending": 3,
             "running": 1,
             "completed": 3,
@@ -183,6 +189,7 @@ class TestJobStatus:
         data = json.loads(run("jobstatus", "--json", "--by-queue"))
         assert sorted(data) == ["default", "mail", "reports"]
         assert data["default"] == {
+            "waiting": 0,
             "pending": 2,
             "running": 0,
             "completed": 3,
@@ -193,7 +200,7 @@ class TestJobStatus:
 
     def test_empty_table(self, db: None) -> None:
         assert run("jobstatus") == (
-            "pending: 0, running: 0, completed: 0, failed: 0, dead: 0, cancelled: 0"
+            "waiting: 0, pending: 0, running: 0, completed: 0, failed: 0, dead: 0, cancelled: 0"
         )
         assert run("jobstatus", "--by-queue") == "No jobs."
         assert json.loads(run("jobstatus", "--by-queue", "--json")) == {}

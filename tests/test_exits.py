@@ -27,6 +27,7 @@ from django_sqlqueue.exits import Exit, shape_of
 from django_sqlqueue.models import Job
 from django_sqlqueue.rows import ClaimedJob
 from django_sqlqueue.states import (
+    ABANDON,
     ALL_TRANSITIONS,
     CANCEL,
     CLAIM,
@@ -35,8 +36,10 @@ from django_sqlqueue.states import (
     FAIL,
     PARK,
     PARKED_OWNER,
+    READY,
     RELEASE,
     REQUEUE,
+    REWAIT,
     STOP,
     UNCLAIM,
     Status,
@@ -290,9 +293,12 @@ def test_no_other_code_writes_a_status_away_from_running() -> None:
     by_module: dict[str, list[str]] = {}
     for module, _, what in writes:
         by_module.setdefault(module, []).append(what)
-    assert set(by_module) == {"databases/exits.py", "databases/claiming.py", "operations.py"}, (
-        writes
-    )
+    assert set(by_module) == {
+        "databases/exits.py",
+        "databases/claiming.py",
+        "databases/dependencies.py",
+        "operations.py",
+    }, writes
     # The claim moves jobs into running (its one assignment), never out of it; the other
     # match is a condition (WAKE's parked jobs).
     claims = by_module["databases/claiming.py"]
@@ -305,3 +311,9 @@ def test_no_other_code_writes_a_status_away_from_running() -> None:
     for what in by_module["operations.py"]:
         assert "status__in=CANCEL.sources" in what or "status__in=REQUEUE.sources" in what
     assert Status.RUNNING not in CANCEL.sources + REQUEUE.sources
+    # Workflows decide waiting jobs (READY, ABANDON) and put abandoned ones back (REWAIT).
+    decisions = by_module["databases/dependencies.py"]
+    assert len(decisions) == 3
+    for what in decisions:
+        assert any(f"status__in={t}.sources" in what for t in ("READY", "ABANDON", "REWAIT"))
+    assert Status.RUNNING not in READY.sources + ABANDON.sources + REWAIT.sources

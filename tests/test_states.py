@@ -18,7 +18,8 @@ from django_sqlqueue.states import (
     summarize,
 )
 
-P, R, C, F, D, X = (
+W, P, R, C, F, D, X = (
+    Status.WAITING,
     Status.PENDING,
     Status.RUNNING,
     Status.COMPLETED,
@@ -29,6 +30,9 @@ P, R, C, F, D, X = (
 
 #: The arrows of docs/states.md, written out independently of states.TRANSITIONS.
 ALLOWED = {
+    (W, P),  # ready: every job it waits for finished
+    (W, X),  # abandon (a job it waits for failed), or cancel
+    (X, W),  # rewait: the dependency that abandoned it was requeued
     (P, R),  # claim
     (P, X),  # cancel
     (F, R),  # claim after the backoff
@@ -45,8 +49,9 @@ ALLOWED = {
 }
 
 
-def test_the_six_statuses() -> None:
+def test_the_seven_statuses() -> None:
     assert [s.value for s in Status] == [
+        "waiting",
         "pending",
         "running",
         "completed",
@@ -79,9 +84,10 @@ def test_status_groups_agree_with_the_transitions() -> None:
     assert all(can_transition(status, P) for status in REQUEUEABLE)
     assert R not in CANCELLABLE, "a running job is asked to stop, not cancelled at once"
     assert not set(CLAIMABLE) & set(FINISHED)
-    # Only a requeue leaves a finished status.
+    # Only a requeue leaves a finished status (and, for a job a failed dependency
+    # abandoned, waiting again when that dependency is requeued).
     for status, target in itertools.product(FINISHED, Status):
-        assert can_transition(status, target) == (target == P)
+        assert can_transition(status, target) == (target == P or (status, target) == (X, W))
 
 
 @pytest.mark.parametrize(
@@ -117,10 +123,10 @@ class TestSummary:
             ]
         )
         assert format_summary(summary) == (
-            "pending: 12, running: 3, completed: 1458, failed: 7, dead: 2, cancelled: 0"
+            "waiting: 0, pending: 12, running: 3, completed: 1458, failed: 7, dead: 2, cancelled: 0"
         )
 
     def test_format_of_an_empty_queue(self) -> None:
         assert format_summary(summarize([])) == (
-            "pending: 0, running: 0, completed: 0, failed: 0, dead: 0, cancelled: 0"
+            "waiting: 0, pending: 0, running: 0, completed: 0, failed: 0, dead: 0, cancelled: 0"
         )

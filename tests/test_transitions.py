@@ -602,9 +602,9 @@ class TestAdminActions:
     def test_cancel(self, one_of_each: dict[Status, Job]) -> None:
         untouched = {s: snapshot(j) for s, j in one_of_each.items()}
         ids = [job.pk for job in one_of_each.values()]
-        assert operations.cancel_many(ids) == operations.BulkResult(changed=2, stopping=1)
+        assert operations.cancel_many(ids) == operations.BulkResult(changed=3, stopping=1)
         for status, job in one_of_each.items():
-            if status in (Status.PENDING, Status.FAILED):
+            if status in (Status.WAITING, Status.PENDING, Status.FAILED):
                 stored = row(job)
                 assert stored.status == Status.CANCELLED
                 assert stored.finished_at is not None
@@ -676,6 +676,7 @@ class TestStatusSummary:
             for _ in range(count):
                 make_job(status=status, queue=queue)
         assert queries.status_summary() == {
+            "waiting": 0,
             "pending": 4,
             "running": 2,
             "completed": 0,

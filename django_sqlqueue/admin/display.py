@@ -26,6 +26,7 @@ EMPTY = "-"
 
 #: Status → CSS modifier; the colours live in django_sqlqueue/admin.css.
 BADGE_CLASSES = {
+    Status.WAITING.value: "waiting",
     Status.PENDING.value: "pending",
     Status.RUNNING.value: "running",
     Status.COMPLETED.value: "completed",
@@ -36,6 +37,7 @@ BADGE_CLASSES = {
 
 #: One word per status, for badges and counts; the status's full label shows on hover.
 SHORT_STATUS_LABELS: dict[str, Promise] = {
+    Status.WAITING.value: pgettext_lazy("job status", "Waiting"),
     Status.PENDING.value: pgettext_lazy("job status", "Pending"),
     Status.RUNNING.value: pgettext_lazy("job status", "Running"),
     Status.COMPLETED.value: pgettext_lazy("job status", "Completed"),

@@ -28,6 +28,7 @@ from ..models import Job
 from ..rows import ClaimedJob
 from ..states import CLAIMABLE
 from .claiming import Claimer
+from .dependencies import release_dependents_after_commit
 from .exits import ExitWriter
 from .inserting import Inserter
 from .polling import Waiter
@@ -73,8 +74,14 @@ class QueueDatabase:
         self, jobs: Sequence[ClaimedJob], exit: Exit, *, in_transaction: bool = False
     ) -> set[int]:
         """Every exit from `running`: move `jobs` (one worker's) out as `exit` says, fenced
-        by lease owner and attempt; the ids written (databases/exits.py)."""
-        return self.exits().write(jobs, exit, in_transaction=in_transaction)
+        by lease owner and attempt; the ids written (databases/exits.py). A job that finished
+        and has jobs waiting for it releases them once the write commits (dependencies.py)."""
+        written = self.exits().write(jobs, exit, in_transaction=in_transaction)
+        if exit.shape.writes_finished_at:
+            waited_for = [job.id for job in jobs if job.has_dependents and job.id in written]
+            if waited_for:
+                release_dependents_after_commit(self, waited_for)
+        return written
 
     def renew_leases(
         self, held: Sequence[tuple[int, str]], lease_seconds: float, now: datetime

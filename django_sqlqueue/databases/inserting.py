@@ -175,6 +175,7 @@ class Inserter:
             "unique_key": job.unique_key,
             "unique_active": job.unique_key,
             "concurrency_key": job.concurrency_key,
+            "has_dependents": False,
         }
         if not plain:
             return Job.from_db(self.alias, _FIELD_NAMES, [values[name] for name in _FIELD_NAMES])

@@ -17,7 +17,9 @@ from ..options import JobOptions
 from ..rows import NewJob
 from ..validation import (
     MAX_KEY_LENGTH,
+    check_after,
     check_arguments,
+    check_dependency_failure,
     check_max_attempts,
     check_name,
     check_priority,
@@ -36,6 +38,10 @@ class EnqueueOptions:
     delay: timedelta | float | None = None
     max_attempts: int | None = None
     idempotency_key: str | None = None
+    #: Workflows: the jobs (or their ids) this one waits for, and what it does if one of them
+    #: ends dead or cancelled ("cancel", the default, or "run").
+    after: Any = None
+    on_dependency_failure: str | None = None
 
 
 class JobDefaults(Protocol):
@@ -109,6 +115,13 @@ def _build_job(
             if window is not None:
                 unique_window = (f"unique:{digest}", window.total_seconds())
         concurrency_key = flow.key_for_concurrency(args, kwargs)
+    after = check_after(options.after)
+    run_on_failure = check_dependency_failure(options.on_dependency_failure, after)
+    if after and (key is not None or unique_key is not None or unique_window is not None):
+        raise InvalidJobError(
+            f"Job {declared.name!r}: a job enqueued with after= cannot have an "
+            "idempotency_key or be declared unique (not supported yet)."
+        )
     return NewJob(
         name=declared.name,
         queue=queue,
@@ -124,4 +137,6 @@ def _build_job(
         unique_key=unique_key,
         unique_window=unique_window,
         concurrency_key=concurrency_key,
+        after=after,
+        run_on_dependency_failure=run_on_failure,
     )

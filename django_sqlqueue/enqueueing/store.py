@@ -14,6 +14,7 @@ from ..databases import queue_database
 from ..exceptions import InvalidJobError
 from ..models import Job
 from ..rows import NewJob
+from .dependencies import store_waiting
 from .keys import store_keyed
 from .options import EnqueueOptions, JobDefaults, build_job
 from .unique import store_unique
@@ -28,6 +29,8 @@ def store(new_job: NewJob, alias: str) -> Job:
 
 
 def _store(new_job: NewJob, alias: str) -> Job:
+    if new_job.after:
+        return store_waiting(new_job, alias)
     database = queue_database(alias)
     if new_job.idempotency_key is not None:
         return store_keyed(database, new_job)
@@ -83,6 +86,9 @@ def enqueue_jobs(
     alias = conf.database
     database = queue_database(alias)
     with tracing.enqueue_span(new_jobs), transaction.atomic(using=alias):
+        if options.after is not None:
+            # Each waits for the same jobs, with rows of its own.
+            return [store_waiting(new_job, alias) for new_job in new_jobs]
         flow = handler.flow
         if flow is not None and flow.options.is_unique:
             # Unique jobs one by one, in order: a later item that repeats an earlier one (or

@@ -14,6 +14,7 @@ from ..states import CLAIMABLE, FINISHED, PRIORITY_MAX, PRIORITY_MIN, Status
 
 # The companions of the job table, one module each, imported here so that Django finds them
 # and `django_sqlqueue.models` stays the one place to import a model from.
+from .dependency import JobDependency
 from .flow import FlowKey, QueueState
 from .rollup import WAIT_BUCKETS, WAIT_COLUMNS, JobRollup, QueueSample
 from .schedule import Schedule
@@ -193,6 +194,11 @@ class Job(models.Model):
     concurrency_key = models.CharField(  # noqa: DJ001
         _("concurrency key"), max_length=200, null=True, blank=True
     )
+    # Workflows (docs/workflows.md): set when a job is enqueued after this one, so that the
+    # worker that finishes it releases the jobs waiting for it at once (JobDependency).
+    has_dependents = models.BooleanField(
+        _("has dependents"), default=False, db_default=False, editable=False
+    )
 
     class Meta:
         verbose_name = _("job")
@@ -295,6 +301,7 @@ __all__ = [
     "WAIT_COLUMNS",
     "FlowKey",
     "Job",
+    "JobDependency",
     "JobRollup",
     "PartialIndex",
     "PartialUniqueConstraint",

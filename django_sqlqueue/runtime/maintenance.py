@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ..conf import QueueSettings
 from ..databases import queue_database
+from ..databases.dependencies import sweep_waiting
 from ..models import Worker
 from ..operations import prune_completed
 from . import transitions
@@ -75,6 +76,24 @@ class CompletedJobsPruning:
             logger.info("Pruned %d completed jobs", pruned)
 
 
+class WaitingJobsSweep:
+    """Release (or cancel) the waiting jobs that have nothing left to wait for but were not
+    decided when their last dependency finished: its worker died in between, or they were
+    enqueued after it was claimed (databases/dependencies.py)."""
+
+    def __init__(self, conf: QueueSettings) -> None:
+        self.database = queue_database(conf.database)
+
+    def run(self) -> None:
+        decided = sweep_waiting(self.database)
+        if decided.ready or decided.abandoned:
+            logger.info(
+                "Waiting jobs with nothing left to wait for: %d released, %d cancelled",
+                len(decided.ready),
+                len(decided.abandoned),
+            )
+
+
 class TableStatistics:
     """Keep the planner's statistics of the job table honest after a burst (PostgreSQL)."""
 
@@ -96,6 +115,7 @@ class Maintenance:
             LeaseRecovery(conf, own_workers),
             StaleWorkerRows(conf),
             CompletedJobsPruning(conf),
+            WaitingJobsSweep(conf),
             TableStatistics(conf),
             # The admin dashboard's rollup and samples (runtime/observing.py).
             RollupKeeping(conf),

@@ -11,12 +11,14 @@ import inspect
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, Protocol
 
 from ..attempts import AttemptOutcome, exception_path
 from ..backoff import BackoffSpec
 from ..conf import get_settings
 from ..context import AttemptControl, JobContext
+from ..databases.dependencies import results_of_dependencies
 from ..exceptions import Discard, JobTimeout, Retry, UnknownJobError, WorkerShutdown
 from ..registry import JobHandler, registry
 from ..rows import ClaimedJob
@@ -124,6 +126,7 @@ def make_context(job: ClaimedJob, worker_id: str, control: AttemptControl) -> Jo
         enqueued_at=job.created_at,
         worker_id=worker_id,
         control=control,
+        dependency_reader=partial(results_of_dependencies, get_settings().database, job.id),
     )
 
 

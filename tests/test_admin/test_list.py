@@ -199,6 +199,7 @@ def test_summary_bar_counts_per_status_under_the_other_filters(viewer):
     summary = response.context["summary"]
     counts = {item["status"]: item["text"] for item in summary["counts"]}
     assert counts == {
+        "waiting": "0",
         "pending": "1",
         "running": "0",
         "completed": "0",
@@ -246,6 +247,7 @@ def test_summary_counts_exactly_in_one_pass_under_the_cap(django_assert_num_quer
     with django_assert_num_queries(1):
         counts = {c.status: c.count for c in summary.status_counts(Job.objects.all(), cap=4)}
     assert counts == {
+        "waiting": 0,
         "pending": 0,
         "running": 1,
         "completed": 2,

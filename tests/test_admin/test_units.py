@@ -33,7 +33,7 @@ def test_message_lists_refused_statuses_and_raced_jobs():
     text = outcome.message()
     assert text.startswith("Cancelled 4 of 6 selected jobs.")
     assert "Skipped 1 job whose status does not allow it (Dead: 1)." in text
-    assert "Cancel accepts only jobs that are Pending, Failed or Running." in text
+    assert "Cancel accepts only jobs that are Waiting, Pending, Failed or Running." in text
     assert "Skipped 1 job whose status changed meanwhile" in text
     assert str(actions.RUNNING_NOTE) in text
     assert outcome.level == messages.WARNING

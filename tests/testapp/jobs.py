@@ -377,3 +377,11 @@ async def async_deaf_to_cancel(context, seconds=60.0):
     await sync_to_async(_record)(context, "async-deaf-start")
     await asyncio.sleep(seconds)
     return "finished"
+
+
+@job("tests.gather", takes_context=True)
+def gather(context, label=""):
+    """Records its label and returns it with what the jobs it waited for returned."""
+    _record(context, label)
+    inputs = {str(job_id): result for job_id, result in context.dependency_results.items()}
+    return {"label": label, "after": inputs}
