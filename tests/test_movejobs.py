@@ -213,3 +213,22 @@ def test_finished_jobs_resumed_moves_and_taken_ids(projects: Any) -> None:
     assert Job.objects.count() == 5
     assert Job.objects.get(pk=newcomer.pk).kwargs == {"label": "new"}
     assert source_statuses(path) == {}
+
+
+def test_jobs_waiting_for_others_are_not_moved(projects: Any) -> None:
+    """Workflows would be split between two databases: the move is refused, nothing moves."""
+    old, new, path = projects
+    python(
+        old,
+        """
+        from tests.testapp.jobs import record
+
+        first = record.enqueue(label="first")
+        record.using(after=[first]).enqueue(label="then")
+        """,
+    )
+    refused = manage(new, "movejobs", "--from", "sqlite_source")
+    assert refused.returncode != 0
+    assert "1 job(s) of 'sqlite_source' wait for other jobs" in refused.stderr
+    assert source_statuses(path) == {"pending": 1, "waiting": 1}
+    assert not Job.objects.exists()

@@ -84,6 +84,17 @@ def check_source_is_idle(source: str) -> None:
         )
 
 
+def check_no_workflows(source: str) -> None:
+    """Jobs waiting for others are not moved yet (their dependencies would be split between
+    two databases): refuse while any is waiting."""
+    waiting = Job.objects.using(source).filter(status=Status.WAITING).count()
+    if waiting:
+        raise MoveRefused(
+            f"{waiting} job(s) of {source!r} wait for other jobs (docs/workflows.md), which "
+            "movejobs cannot move: run workers on it until they have run, or cancel them."
+        )
+
+
 def colliding_ids(source_jobs: Iterable[Job], destination: str) -> tuple[set[int], set[int]]:
     """(ids the destination holds for these very jobs, ids it holds for other jobs)."""
     same: set[int] = set()
@@ -123,6 +134,7 @@ def move_jobs(
     if unknown:
         raise MoveRefused(f"Cannot move jobs that are {', '.join(sorted(unknown))}.")
     check_source_is_idle(source)
+    check_no_workflows(source)
     selected = Job.objects.using(source).filter(status__in=statuses).order_by("pk")
     report = MoveReport()
     if not renumber:
