@@ -24,6 +24,7 @@ from .attempt_history import attempts_summary, history_rows
 from .base import JobAdminBase
 from .template_names import template_names
 from .waiting import waiting_reasons
+from .workflow import has_workflow, job_list, waited_for_by, waits_for
 
 if TYPE_CHECKING:
     from django_stubs_ext import FieldOpts, StrOrPromise
@@ -89,6 +90,10 @@ class JobDetailMixin(JobAdminBase):
                     {"fields": ("waiting_display", "concurrency_key", "unique_key")},
                 )
             )
+        if obj is not None and has_workflow(obj):
+            fieldsets.append(
+                (gettext_lazy("Workflow"), {"fields": ("waits_for_list", "waited_for_by_list")})
+            )
         fieldsets.append((gettext_lazy("Arguments"), {"fields": ("args_json", "kwargs_json")}))
         if obj is not None and obj.result is not None:
             fieldsets.append((gettext_lazy("Result"), {"fields": ("result_json",)}))
@@ -100,6 +105,14 @@ class JobDetailMixin(JobAdminBase):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> list[str]:
         return flatten_fieldsets(self.get_fieldsets(request, obj))
+
+    @admin.display(description=gettext_lazy("waits for"))
+    def waits_for_list(self, obj: Job) -> SafeString:
+        return job_list(waits_for(obj))
+
+    @admin.display(description=gettext_lazy("waited for by"))
+    def waited_for_by_list(self, obj: Job) -> SafeString:
+        return job_list(waited_for_by(obj))
 
     @admin.display(description=gettext_lazy("why it waits"))
     def waiting_display(self, obj: Job) -> SafeString | str:

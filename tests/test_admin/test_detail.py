@@ -111,6 +111,22 @@ def test_links_to_jobs_with_the_same_name_and_idempotency_key(viewer):
     assert "other.job" not in content
 
 
+def test_a_workflow_shows_what_a_job_waits_for_and_what_waits_for_it(viewer):
+    from tests.testapp.jobs import record
+
+    first = record.enqueue(label="first")
+    second = record.enqueue(label="second")
+    then = record.using(after=[first, second]).enqueue(label="then")
+
+    content = page(viewer, Job.objects.get(pk=then.pk))
+    assert "Workflow" in content and "Waits for" in content and "Waited for by" in content
+    for job in (first, second):
+        assert f'<a href="{change_url(job)}">#{job.pk}</a>' in content
+    content = page(viewer, Job.objects.get(pk=first.pk))
+    assert f'<a href="{change_url(then)}">#{then.pk}</a>' in content
+    assert "Workflow" not in page(viewer, job_in(Status.PENDING))
+
+
 def test_related_list_is_bounded(viewer):
     job = job_in(Status.DEAD, name="bulk.job")
     Job.objects.bulk_create([Job(name="bulk.job", status=Status.COMPLETED) for _ in range(25)])
@@ -159,6 +175,7 @@ def test_every_button_leads_to_a_confirmation_page(admin_client):
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
+        ("waiting", {"cancel"}),
         ("pending", {"cancel", "run_now"}),
         ("failed", {"requeue", "cancel", "run_now"}),
         ("running", {"cancel"}),
