@@ -10,7 +10,7 @@ import pytest
 
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import ABANDONED_OWNER, Status
-from tests.testapp.jobs import gather, hard_exit, record, stall_first
+from tests.testapp.jobs import gather, hard_exit, record, sleep, stall_first
 from tests.testapp.models import Execution
 
 from .conftest import wait_for
@@ -77,4 +77,17 @@ def test_a_dependency_lost_with_its_worker_cancels_what_waits_for_it(workers):
     row = Job.objects.get(pk=cancelled.pk)
     assert row.status == Status.CANCELLED and row.lease_owner == ABANDONED_OWNER
     assert not Execution.objects.filter(label="never").exists()
+    assert supervisor.poll() is None
+
+
+def test_a_job_enqueued_after_a_running_one_runs_when_it_ends(workers):
+    """Its worker claimed the dependency before the dependent existed, so it does not know to
+    release it: the supervisor's sweep does."""
+    running = sleep.enqueue(seconds=1.0, label="running")
+    supervisor = workers.start("-n", "1")
+    wait_for(lambda: Execution.objects.filter(label="running-start").exists(), timeout=60)
+    late = gather.using(after=[running]).enqueue(label="late")
+
+    wait_for(lambda: Job.objects.get(pk=late.pk).status == Status.COMPLETED, timeout=60)
+    assert Job.objects.get(pk=late.pk).result["after"] == {str(running.pk): 1.0}
     assert supervisor.poll() is None

@@ -21,7 +21,7 @@ from django_sqlqueue.operations import purgeable
 from django_sqlqueue.runtime import transitions
 from django_sqlqueue.states import ABANDONED_OWNER, Status
 from django_sqlqueue.testing import run_jobs
-from tests.testapp.jobs import fail_always, gather, noop, record, unique_record
+from tests.testapp.jobs import fail_always, gather, increment, noop, record, unique_record
 from tests.testapp.models import Execution
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,6 +52,14 @@ def test_a_diamond_runs_in_order_and_the_last_job_reads_what_the_others_returned
         "label": "d",
         "after": {str(b.pk): "b", str(c.pk): "c"},
     }
+
+
+def test_an_atomic_dependency_releases_its_dependent_once_its_transaction_commits():
+    counted = increment.enqueue(counter="workflow")
+    then = gather.using(after=[counted]).enqueue(label="then")
+    run_jobs()
+    assert [status(counted), status(then)] == ["completed", "completed"]
+    assert order() == ["increment", "then"]
 
 
 def test_a_waiting_job_is_never_claimed(alias):
