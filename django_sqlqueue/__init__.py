@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .backoff import Backoff
+from .chains import Chain, chain
 from .exceptions import (
     Discard,
     InvalidJobError,
@@ -19,7 +20,7 @@ from .exceptions import (
     UnknownJobError,
 )
 from .options import JobOptions
-from .registry import JobHandler, job, registry
+from .registry import JobHandler, PreparedJob, job, registry
 from .states import Status
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Backoff",
     "BulkResult",
+    "Chain",
     "Discard",
     "InvalidJobError",
     "Job",
@@ -41,12 +43,14 @@ __all__ = [
     "JobHandler",
     "JobOptions",
     "OperationResult",
+    "PreparedJob",
     "Retry",
     "SQLQueueError",
     "Status",
     "UnknownJobError",
     "cancel",
     "cancel_many",
+    "chain",
     "enqueue",
     "job",
     "pause_queue",

@@ -80,6 +80,38 @@ class JobHandler(Generic[P, R]):
         """Store one job per dict of keyword arguments, in one batch of INSERTs."""
         return BoundJob(self, EnqueueOptions()).enqueue_many(kwargs_list)
 
+    def prepare(self, *args: P.args, **kwargs: P.kwargs) -> PreparedJob:
+        """This job with its arguments, not stored yet: a step of `django_sqlqueue.chain`."""
+        return BoundJob(self, EnqueueOptions()).prepare(*args, **kwargs)
+
+
+class PreparedJob:
+    """A job with its arguments and options, stored by `enqueue()` (or by a chain)."""
+
+    def __init__(
+        self, bound: BoundJob[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> None:
+        self.bound = bound
+        self.args = tuple(args)
+        self.kwargs = dict(kwargs)
+
+    def __repr__(self) -> str:
+        return f"<PreparedJob {self.bound.handler.name!r}>"
+
+    def enqueue(self, *, after: Sequence[Job | int] = ()) -> Job:
+        """Store it; `after` adds jobs it waits for to those its options name."""
+        bound = self.bound
+        if after:
+            waits_for = bound.options.after
+            if waits_for is None:
+                earlier: list[Any] = []
+            elif isinstance(waits_for, int) or hasattr(waits_for, "pk"):
+                earlier = [waits_for]
+            else:
+                earlier = list(waits_for)
+            bound = bound.using(after=[*earlier, *after])
+        return bound.enqueue(*self.args, **self.kwargs)
+
 
 class BoundJob(Generic[P, R]):
     """A handler with per-call options fixed; made by `JobHandler.using()`."""
@@ -107,6 +139,9 @@ class BoundJob(Generic[P, R]):
         from .enqueueing.store import enqueue_jobs
 
         return enqueue_jobs(self.handler, kwargs_list, self.options)
+
+    def prepare(self, *args: P.args, **kwargs: P.kwargs) -> PreparedJob:
+        return PreparedJob(self, args, kwargs)
 
 
 class Registry:
