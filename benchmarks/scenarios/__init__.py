@@ -225,6 +225,21 @@ SCENARIOS: dict[str, Scenario] = {
             metrics=("limit_use", "jobs_per_s", "max_overlap", "max_in_window"),
         ),
         Scenario(
+            "workflow",
+            "workflows: a chain's handoff between steps (ms), a fan-in beside a plain drain",
+            "handoff_ms",
+            full=[
+                {"shape": "chain", "jobs": 1_000, "workers": 4},
+                {"shape": "fanin", "jobs": 1_000, "workers": 4},
+            ],
+            quick=[
+                {"shape": "chain", "jobs": 50, "workers": 2},
+                {"shape": "fanin", "jobs": 100, "workers": 2},
+            ],
+            systems="ours",
+            metrics=("handoff_ms", "in_order", "jobs_per_s", "ratio", "release_ms"),
+        ),
+        Scenario(
             "beside",
             "unlimited jobs beside a limited backlog: enqueue -> start (ms)",
             "p95_ms",
