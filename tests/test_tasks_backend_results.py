@@ -51,6 +51,7 @@ def entry(
 
 def test_every_job_status_has_a_framework_status() -> None:
     assert dict(FRAMEWORK_STATUS) == {
+        "waiting": "READY",
         "pending": "READY",
         "failed": "READY",
         "running": "RUNNING",

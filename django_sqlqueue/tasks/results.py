@@ -21,6 +21,7 @@ from ..states import FINISHED, Status, status_after_failure
 
 #: Framework status (`TaskResultStatus` values) of each job status.
 FRAMEWORK_STATUS: Mapping[str, str] = {
+    Status.WAITING: "READY",  # waits for other jobs (a workflow): not started yet
     Status.PENDING: "READY",
     Status.FAILED: "READY",  # a retry is scheduled
     Status.RUNNING: "RUNNING",

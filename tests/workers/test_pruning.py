@@ -79,7 +79,7 @@ def test_jobstatus_lists_workers_and_marks_stale_ones():
     out = StringIO()
     call_command("jobstatus", "--workers", stdout=out)
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("pending: 0")
+    assert lines[0].startswith("waiting: 0, pending: 0")
     assert "host:1:a: pid 1, queues all, idle, 7 jobs done" in lines[1]
     assert "host:2:b (stale): pid 2, queues mail, job 42" in lines[2]
 
