@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,74 @@ def test_server_stopped_during_shutdown(private_server, tmp_path, mode):
         assert [entry["outcome"] for entry in history] == ["lost", "completed"], history
     finally:
         workers.cleanup()
+
+
+OUTAGE_SECONDS = 5
+
+
+def stored_ticks(server: Any, key: str) -> list[str]:
+    """The ticks a schedule's jobs were enqueued for, from their keys, in order."""
+    rows = query(
+        server,
+        "SELECT idempotency_key FROM django_sqlqueue_job WHERE idempotency_key LIKE %s",
+        f"schedule:{key}:%",
+    )
+    return sorted(row[0].removeprefix(f"schedule:{key}:") for row in rows)
+
+
+def seconds_between(ticks: list[str]) -> list[float]:
+    from datetime import datetime
+    from itertools import pairwise
+
+    moments = [datetime.strptime(tick, "%Y-%m-%dT%H:%M:%SZ") for tick in ticks]
+    return [(b - a).total_seconds() for a, b in pairwise(moments)]
+
+
+def test_the_ticks_an_outage_spans_follow_the_missed_policy(private_server, tmp_path):
+    """schedules.md: a tick no supervisor could store because the database was down is a
+    missed tick. With `missed="all"` each is stored once the server is back, in order, none
+    twice; with `latest` only the latest, and the log says how many were left out."""
+    import json
+
+    server = private_server
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        SQLQUEUE_TEST_DB="postgres",
+        SQLQUEUE_TEST_DB_NAME=DB_NAME,
+        PGHOST=str(server.sockets),
+        PGPORT=server.django_database(DB_NAME)["PORT"],
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        SQLQUEUE_TEST_SCHEDULES=json.dumps(
+            {
+                "every": {"job": "tests.noop", "cron": "* * * * * *", "missed": "all"},
+                "latest": {"job": "tests.noop", "cron": "* * * * * *", "missed": "latest"},
+            }
+        ),
+    )
+    django(env, "migrate", "-v", "0")
+    workers = WorkerProcesses(env, tmp_path)
+    try:
+        supervisor = workers.start("-n", "1")
+        wait_for(lambda: len(stored_ticks(server, "latest")) >= 2, timeout=60, interval=0.2)
+        server.stop("fast")
+        time.sleep(OUTAGE_SECONDS)  # the outage itself: ticks pass while nothing can store them
+        server.start()
+        before = len(stored_ticks(server, "latest"))
+        wait_for(
+            lambda: len(stored_ticks(server, "latest")) >= before + 3, timeout=90, interval=0.5
+        )
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=60) == 0, workers.log(supervisor)
+        log = workers.log(supervisor)
+    finally:
+        workers.cleanup()
+
+    every = stored_ticks(server, "every")
+    assert len(every) == len(set(every))
+    assert set(seconds_between(every)) == {1.0}, f"a gap or a repeat in {every}"
+    assert len(every) >= OUTAGE_SECONDS + 4, every
+    latest = stored_ticks(server, "latest")
+    assert len(latest) == len(set(latest))
+    assert max(seconds_between(latest)) >= OUTAGE_SECONDS - 2, f"no gap in {latest}"
+    assert "Schedule latest:" in log and "not enqueued (missed='latest')" in log, log
