@@ -31,6 +31,11 @@ class JobRow:
     kwargs: dict[str, Any]
     history: list[dict[str, Any]]
     key: str | None = None
+    #: Who holds (or last held) the job; ABANDONED_OWNER for a job cancelled because a job
+    #: it waited for failed (docs/workflows.md).
+    lease_owner: str = ""
+    #: When it reached its terminal state (time.time() scale), if it did.
+    finished_at: float | None = None
 
     @property
     def token(self) -> str:
@@ -72,6 +77,11 @@ class Evidence:
     counter: int | None = None
     #: Jobs each worker process ran at once (`runworkers --concurrency`; 1 in older runs).
     concurrency: int = 1
+    #: The workflows' edges, one [job id, id of the job it waits for, run_on_failure] each
+    #: (the JobDependency table).
+    dependencies: list[list[Any]] = field(default_factory=list)
+    #: When the job table was read (0: a run from before it was noted).
+    collected: float = 0.0
 
 
 def timestamp(iso: str | None) -> float | None:
@@ -96,6 +106,8 @@ def load_database() -> tuple[list[JobRow], list[ExecutionRow], set[str], int | N
             kwargs=job.kwargs,
             history=list(job.history or []),
             key=job.idempotency_key,
+            lease_owner=job.lease_owner,
+            finished_at=job.finished_at.timestamp() if job.finished_at else None,
         )
         for job in Job.objects.order_by("id").iterator()
     ]
@@ -121,6 +133,16 @@ def load_database() -> tuple[list[JobRow], list[ExecutionRow], set[str], int | N
     orders = set(Order.objects.values_list("tx", flat=True))
     counter = Counter.objects.filter(name=ATOMIC_COUNTER).values_list("value", flat=True).first()
     return jobs, executions, orders, counter
+
+
+def load_dependencies() -> list[list[Any]]:
+    """Every edge of the JobDependency table: [job id, depends_on id, run_on_failure]."""
+    from django_sqlqueue.models import JobDependency
+
+    rows = JobDependency.objects.order_by("id").values_list(
+        "job_id", "depends_on_id", "run_on_failure"
+    )
+    return [[job_id, depends_on, bool(run)] for job_id, depends_on, run in rows.iterator()]
 
 
 def save_evidence(ev: Evidence, path: Path) -> None:

@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from . import aim, config, dbadmin, ledger, mix
-from .evidence import Evidence, count_log_patterns, load_database, load_units, save_evidence
+from .evidence import (
+    Evidence,
+    count_log_patterns,
+    load_database,
+    load_dependencies,
+    load_units,
+    save_evidence,
+)
 from .fleet import ROOT, Fleet, Supervisor
 
 #: Seconds between the two cuts of a connection fault.
@@ -390,7 +397,9 @@ class Harness:
                     producer.kill()
             self.fleet.stop_all(timeout=5)
         connections.close_all()
+        collected = time.time()
         jobs, executions, orders, counter = load_database()
+        dependencies = load_dependencies()
         connections.close_all()
         logs = [s.log for s in self.fleet.supervisors]
         logs += [self.run_dir / f"producer-{i}.log" for i in range(options.producers)]
@@ -410,6 +419,8 @@ class Harness:
             drain_seconds=drain_seconds,
             counter=counter,
             concurrency=options.concurrency,
+            dependencies=dependencies,
+            collected=collected,
         )
         save_evidence(evidence, self.run_dir / "evidence.json")
         (self.run_dir / "options.json").write_text(json.dumps(asdict(options), indent=1))

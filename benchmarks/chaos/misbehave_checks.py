@@ -16,6 +16,8 @@ from .evidence import Evidence, timestamp
 from .facts import RECORDED, TAKEN_AWAY, TROUBLE_EVENTS, Check, Facts, examples
 from .misbehave import MISBEHAVING, SLOT_GAP_SECONDS, expected_end
 from .mix import COMPLETED, KINDS
+from .workflows import CHECKS as WORKFLOW_CHECKS
+from .workflows import abandoned
 
 #: os._exit(0) in a handler is recovered at once: within this share of the lease (recovery by
 #: lease expiry would take most of a lease, and say that the lease was not renewed).
@@ -114,7 +116,9 @@ def check_normal_exactly_once(f: Facts) -> Check:
     """Nothing kills a worker in this run: a normal job is never taken from its worker, never
     runs more often than its outcomes say, and completes once unless it always fails."""
     wrong = []
-    normal = [j for j in f.ev.jobs if j.kind in KINDS]
+    # A workflow step cancelled because a job it waits for failed never ran, as it should
+    # (the workflow checks look at those).
+    normal = [j for j in f.ev.jobs if j.kind in KINDS and not abandoned(j)]
     completed = 0
     for job in normal:
         taken = [e.get("outcome") for e in job.history if e.get("outcome") in TAKEN_AWAY]
@@ -198,6 +202,7 @@ def run_misbehave_checks(
         checks.check_no_concurrent_runs,
         checks.check_idempotency,
         checks.check_producer_errors,
+        *WORKFLOW_CHECKS,
     )
     results = [check(facts) for check in every]
     results.insert(8, checks.check_history(normal))

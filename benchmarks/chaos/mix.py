@@ -6,7 +6,9 @@ the checks (what outcome each attempt should have had).
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +68,46 @@ class Planned:
     token: str
     params: dict[str, Any] = field(default_factory=dict)
     key: str | None = None
+
+
+#: Workflows (docs/workflows.md): a producer's workflow unit stores a chain of CHAIN_STEPS
+#: steps (`django_sqlqueue.chain`) or a diamond a -> b, c -> d (`.using(after=[...])`), its
+#: steps drawn from WORKFLOW_KINDS and run by the mix's handlers. A doomed step ends dead,
+#: so the steps after it are cancelled without running; in RUN_ON_FAILURE_SHARE of the
+#: workflows the last step is enqueued with on_dependency_failure="run" and runs anyway.
+CHAIN, DIAMOND = "chain", "diamond"
+CHAIN_STEPS = (2, 4)
+WORKFLOW_KINDS = {"fast": 0.55, "flaky": 0.15, "slow": 0.1, "atomic": 0.1, "doomed": 0.1}
+RUN_ON_FAILURE_SHARE = 0.25
+
+
+@dataclass
+class Step(Planned):
+    """One job of a workflow: the tokens of the jobs of its workflow it waits for."""
+
+    after: list[str] = field(default_factory=list)
+    run_on_failure: bool = False
+
+
+def plan_workflow(
+    rng: random.Random, lease: float, token: Callable[[], str]
+) -> tuple[str, list[Step]]:
+    """A workflow's shape and its steps, each after the steps it waits for (in order)."""
+    shape = rng.choice([CHAIN, CHAIN, DIAMOND])
+    count = rng.randint(*CHAIN_STEPS) if shape == CHAIN else 4
+    steps = []
+    for _ in range(count):
+        name = rng.choices(list(WORKFLOW_KINDS), weights=list(WORKFLOW_KINDS.values()))[0]
+        steps.append(Step(name, token(), params_for(KINDS[name], rng, lease)))
+    if shape == CHAIN:
+        for before, step in itertools.pairwise(steps):
+            step.after = [before.token]
+    else:
+        a, b, c, d = steps
+        b.after = c.after = [a.token]
+        d.after = [b.token, c.token]
+    steps[-1].run_on_failure = rng.random() < RUN_ON_FAILURE_SHARE
+    return shape, steps
 
 
 def io_seconds(slots: int, jobs_per_second: float) -> tuple[float, float]:

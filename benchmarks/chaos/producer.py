@@ -16,12 +16,16 @@ from pathlib import Path
 from typing import IO, Any
 
 #: How a producer's units of work are split: plain autocommit enqueues, transactions that
-#: commit, transactions that roll back, and bursts: one `enqueue_many` of BURST_SIZE fast
+#: commit, transactions that roll back, bursts: one `enqueue_many` of BURST_SIZE fast
 #: jobs, a backlog for a moment, which workers claim in batches (and a kill then finds a
-#: worker holding several jobs).
+#: worker holding several jobs), and workflows: a chain or a diamond of jobs that wait for
+#: each other (mix.py, plan_workflow), stored in one transaction, WORKFLOW_ROLLBACK of them
+#: rolled back on purpose (jobs and dependencies with them).
 AUTOCOMMIT, COMMIT, ROLLBACK, BURST = "autocommit", "commit", "rollback", "burst"
-UNIT_WEIGHTS = {AUTOCOMMIT: 0.48, COMMIT: 0.29, ROLLBACK: 0.19, BURST: 0.04}
+WORKFLOW = "workflow"
+UNIT_WEIGHTS = {AUTOCOMMIT: 0.48, COMMIT: 0.29, ROLLBACK: 0.19, BURST: 0.04, WORKFLOW: 0.06}
 BURST_SIZE = (40, 80)
+WORKFLOW_ROLLBACK = 0.15
 
 
 class RollBack(Exception):
@@ -119,31 +123,74 @@ class Producer:
             for item, job in zip(planned, jobs, strict=True)
         ]
 
+    def enqueue_workflow(self, shape: str, steps: list[Any]) -> list[dict[str, Any]]:
+        """A chain through `django_sqlqueue.chain`, a diamond through `.using(after=...)`."""
+        import django_sqlqueue
+        from django_sqlqueue import registry
+
+        from .mix import CHAIN, KINDS
+
+        def bound(step: Any, after: list[Any]) -> Any:
+            options: dict[str, Any] = {"after": after} if after else {}
+            if step.run_on_failure:
+                options["on_dependency_failure"] = "run"
+            return registry.get(KINDS[step.kind].job_name).using(**options)
+
+        def arguments(step: Any) -> dict[str, Any]:
+            return {"token": step.token, "kind": step.kind, **step.params}
+
+        if shape == CHAIN:
+            prepared = [bound(step, []).prepare(**arguments(step)) for step in steps]
+            jobs = django_sqlqueue.chain(*prepared).enqueue()
+        else:
+            by_token: dict[str, Any] = {}
+            jobs = []
+            for step in steps:
+                after = [by_token[token] for token in step.after]
+                by_token[step.token] = bound(step, after).enqueue(**arguments(step))
+                jobs.append(by_token[step.token])
+        return [
+            {**asdict(step), "id": job.pk, "dedup": False}
+            for step, job in zip(steps, jobs, strict=True)
+        ]
+
     def unit(self) -> dict[str, Any]:
         """One unit of work; returns its log record."""
         from django.db import transaction
 
         from .app.models import Order
-        from .mix import Planned
+        from .mix import Planned, plan_workflow
 
         if self.rotation is not None:
             mode, planned = AUTOCOMMIT, self.plan_misbehaving()
         else:
             mode = self.rng.choices(list(UNIT_WEIGHTS), weights=list(UNIT_WEIGHTS.values()))[0]
             planned = self.plan()
+        rollback = mode == ROLLBACK
+        shape = ""
         if mode == AUTOCOMMIT:
             planned = planned[:1]
         elif mode == BURST:
             planned = [
                 Planned("fast", self.token("j")) for _ in range(self.rng.randint(*BURST_SIZE))
             ]
+        elif mode == WORKFLOW:
+            shape, planned = plan_workflow(self.rng, self.lease, lambda: self.token("w"))
+            rollback = self.rng.random() < WORKFLOW_ROLLBACK
         record: dict[str, Any] = {"tx": self.token("t"), "mode": mode, "jobs": []}
+        if shape:
+            record["shape"] = shape
         started = time.time()
         try:
             if mode == AUTOCOMMIT:
                 record["jobs"].append(self.enqueue(planned[0]))
             elif mode == BURST:
                 record["jobs"] += self.enqueue_burst(planned)
+            elif mode == WORKFLOW:
+                with transaction.atomic():
+                    record["jobs"] += self.enqueue_workflow(shape, planned)
+                    if rollback:
+                        raise RollBack()
             else:
                 with transaction.atomic():
                     Order.objects.create(tx=record["tx"])
@@ -151,7 +198,7 @@ class Producer:
                         record["jobs"].append(self.enqueue(item))
                     # Other work of the request holds the transaction open a moment.
                     time.sleep(self.rng.uniform(0, 0.03))
-                    if mode == ROLLBACK:
+                    if rollback:
                         raise RollBack()
             record["outcome"] = "committed"
         except RollBack:

@@ -12,6 +12,7 @@ from .checks import Check, Facts, double_executions, reclaim_latencies
 from .effects import atomic_jobs, kill_budget, kill_figures, reruns
 from .evidence import Evidence
 from .facts import TRANSACTION_MODES
+from .workflows import workflow_figures
 
 
 def handed_back_after_running(ev: Evidence) -> tuple[int, int]:
@@ -72,6 +73,7 @@ def figures(ev: Evidence) -> dict[str, Any]:
         "atomic_jobs": atomic_total,
         "atomic_completed": atomic_completed,
         "atomic_counter": ev.counter,
+        **workflow_figures(facts),
         "reclaim_max_seconds": {k: round(max(v), 2) for k, v in latencies.items()},
         "reclaim_samples": {k: len(v) for k, v in latencies.items()},
         "handed_back_unstarted": unstarted,
@@ -102,6 +104,11 @@ def print_report(
         f"re-runs: {numbers['reruns'] or 'none'} (budget for kills {numbers['rerun_budget']}); "
         f"atomic jobs: {numbers['atomic_completed']} of {numbers['atomic_jobs']} completed, "
         f"counter {numbers['atomic_counter']}"
+    )
+    say(
+        f"workflows: {numbers['workflows']} committed, {numbers['workflow_jobs']} jobs, "
+        f"{numbers['workflow_jobs_ran']} ran, {numbers['workflow_completed']} completed, "
+        f"{numbers['workflow_cancelled']} cancelled after a dependency failed"
     )
     say(
         f"kills: {numbers['kills']} ({numbers['processes_killed']} worker processes, "
@@ -144,6 +151,7 @@ ROWS = (
     ("Re-runs after kills (budget)", lambda s: _reruns(s)),
     ("Jobs in flight at kills (most in one process)", lambda s: _in_flight(s)),
     ("Atomic jobs completed / counter", lambda s: _atomic(s)),
+    ("Workflow jobs completed / cancelled", lambda s: _workflows(s)),
     ("Max reclaim after worker SIGKILL", lambda s: _reclaim(s, "worker SIGKILL")),
     ("Max reclaim after supervisor SIGKILL", lambda s: _reclaim(s, "supervisor SIGKILL")),
     ("Checks passed", lambda s: _verdict(s)),
@@ -185,6 +193,12 @@ def _atomic(summary: dict[str, Any]) -> str:
     if summary.get("atomic_counter") is None:
         return "—"
     return f"{summary['atomic_completed']:,} / {summary['atomic_counter']:,}"
+
+
+def _workflows(summary: dict[str, Any]) -> str:
+    if "workflow_jobs" not in summary:
+        return "—"  # a summary from before the harness enqueued workflows
+    return f"{summary['workflow_completed']:,} / {summary['workflow_cancelled']:,}"
 
 
 def _reclaim(summary: dict[str, Any], label: str) -> str:

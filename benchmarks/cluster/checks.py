@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..chaos import checks as chaos
-from ..chaos import effects
+from ..chaos import effects, workflows
 from ..chaos.checks import reclaim_latencies
 from ..chaos.evidence import Evidence, ExecutionRow, timestamp
 from ..chaos.facts import RECORDED, Check, Facts, reclaim_bound, unrecorded_executions
@@ -235,6 +235,8 @@ SHARED: tuple[Callable[[Facts], Check], ...] = (
     chaos.check_idempotency,
     chaos.check_reclaim,
     chaos.check_producer_errors,
+    # Workflows: dependents after dependencies, none left waiting, failures cancel.
+    *workflows.CHECKS,
 )
 
 
