@@ -353,8 +353,10 @@ class SlotPool:
                     worker.held = []
                 continue
             if worker.options.burst:
-                if self.busy():
-                    # Out of work only once every slot is done (a job may enqueue more).
+                if self.busy() or self.finishes != finishes:
+                    # Out of work only once every slot is done and no slot finished since
+                    # this claim began: a job's end may make more due (a job it enqueued, one
+                    # that waited for it), after the claim looked.
                     self.wait_for_change(finishes)
                     continue
                 # Jobs parked by a flow limit are due work: --burst waits for them.
