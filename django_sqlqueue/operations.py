@@ -98,7 +98,8 @@ def requeue_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
         )
     )
     if changed:
-        # The jobs they abandoned by failing wait for them again.
+        # The jobs they abandoned by failing wait for them again, and nothing waits on an
+        # edge that says they finished.
         rewait_abandoned(_database(alias).alias, ids)
     return BulkResult(changed)
 

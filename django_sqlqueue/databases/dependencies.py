@@ -10,8 +10,9 @@ finished the last dependency, another that finished one beside it, a supervisor'
 change a job once. Each runs after the finishing write has committed, on a fresh read: of two
 dependencies finished at once, the later decider sees both. A decision lost to a crash, or
 never attempted (a job enqueued after a dependency its worker had already claimed), is made by
-the supervisors' sweep (`sweep_waiting`), which looks for waiting jobs with nothing left to
-wait for.
+the supervisors' sweep (`Sweeper`). "Anything left to wait for?" is one index probe: each
+edge is marked `done` when its dependency is seen finished, so a job waiting for a thousand
+others costs each of their ends a probe, not a read of the thousand.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.db import DatabaseError, connections, transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, Exists, F, OuterRef, Value, When
 from django.utils import timezone
 
 from ..models import Job, JobDependency
@@ -59,8 +60,9 @@ class Decided:
 
 
 def release_dependents(database: QueueOn, finished: Iterable[int]) -> Decided:
-    """Decide the waiting jobs that wait for the `finished` jobs, and, for those abandoned,
-    the jobs that wait for them, and so on."""
+    """Mark the edges of the `finished` jobs done, then decide their waiting dependents that
+    have nothing left to wait for, and, for those abandoned, the jobs that wait for them, and
+    so on. A job of `finished` that has not in fact finished is left out."""
     alias = database.alias
     decided = Decided()
     ids = list(finished)
@@ -68,18 +70,29 @@ def release_dependents(database: QueueOn, finished: Iterable[int]) -> Decided:
         abandoned: list[int] = []
         for start in range(0, len(ids), BATCH):
             chunk = ids[start : start + BATCH]
-            waiting = (
-                JobDependency.objects.using(alias)
-                .filter(depends_on_id__in=chunk, job__status=Status.WAITING)
-                .values_list("job_id", flat=True)
-                .distinct()
-            )
-            step = decide(database, list(waiting))
+            edges = JobDependency.objects.using(alias).filter(depends_on_id__in=chunk)
+            edges.filter(done=False, depends_on__status__in=FINISHED_VALUES).update(done=True)
+            waiting = edges.filter(job__status=Status.WAITING).values_list("job_id", flat=True)
+            step = decide(database, nothing_left(alias, list(set(waiting))))
             decided.ready += step.ready
             abandoned += step.abandoned
         decided.abandoned += abandoned
         ids = abandoned
     return decided
+
+
+def nothing_left(alias: str, waiting: Sequence[int]) -> list[int]:
+    """Those of the `waiting` jobs none of whose edges is left undone: one probe of the
+    (job, done) index each, whatever the number of jobs they wait for."""
+    undone = JobDependency.objects.using(alias).filter(job_id=OuterRef("pk"), done=False)
+    ready = (
+        Job.objects.using(alias)
+        .filter(id__in=waiting, status=Status.WAITING)
+        .filter(~Exists(undone))
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    return list(ready)
 
 
 def release_dependents_after_commit(database: QueueOn, finished: Sequence[int]) -> None:
@@ -165,21 +178,44 @@ def _decide(database: QueueOn, waiting: Sequence[int]) -> Decided:
     return decided
 
 
-def sweep_waiting(database: QueueOn, limit: int = BATCH) -> Decided:
-    """Decide the waiting jobs that have nothing left to wait for, however they got there
-    (a crash between a dependency's exit and its release, a dependent enqueued after its
-    dependency was claimed, a dependency deleted). Safe beside any other decider."""
-    stuck = (
-        Job.objects.using(database.alias)
-        .filter(status=Status.WAITING)
-        .exclude(dependency_links__depends_on__status__in=UNFINISHED_VALUES)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
-    decided = decide(database, list(stuck))
-    if decided.abandoned:
-        decided.add(release_dependents(database, decided.abandoned))
-    return decided
+class Sweeper:
+    """Finds, a slice per call, what the workers' own releases missed: an edge whose
+    dependency finished but was never marked done (a worker that died after the dependency's
+    exit; a dependent enqueued after its dependency was claimed, whose worker did not know to
+    release it), and a waiting job with no edge left undone (a death between the marking and
+    the decision; a dependency deleted). Each call reads at most `limit` undone edges and
+    `limit` waiting jobs, going on from where the last call stopped, so its cost stays bounded
+    however many jobs wait. Safe beside any other decider."""
+
+    def __init__(self, database: QueueOn, limit: int = BATCH) -> None:
+        self.database = database
+        self.limit = limit
+        self.edge_cursor = 0
+        self.job_cursor = 0
+
+    def sweep(self) -> Decided:
+        alias = self.database.alias
+        edges = list(
+            JobDependency.objects.using(alias)
+            .filter(done=False, id__gt=self.edge_cursor)
+            .order_by("id")
+            .values_list("id", "depends_on_id", "depends_on__status")[: self.limit]
+        )
+        self.edge_cursor = edges[-1][0] if len(edges) == self.limit else 0
+        finished = {depends_on for _, depends_on, status in edges if status in FINISHED_VALUES}
+        decided = release_dependents(self.database, sorted(finished))
+        waiting = list(
+            Job.objects.using(alias)
+            .filter(status=Status.WAITING, id__gt=self.job_cursor)
+            .order_by("id")
+            .values_list("id", flat=True)[: self.limit]
+        )
+        self.job_cursor = waiting[-1] if len(waiting) == self.limit else 0
+        step = decide(self.database, nothing_left(alias, waiting))
+        decided.add(step)
+        if step.abandoned:
+            decided.add(release_dependents(self.database, step.abandoned))
+        return decided
 
 
 def rewait_abandoned(alias: str, requeued: Iterable[int]) -> int:
@@ -189,6 +225,10 @@ def rewait_abandoned(alias: str, requeued: Iterable[int]) -> int:
     ids = list(requeued)
     now = timezone.now()
     while ids:
+        # Their edges are not done any more (those of jobs that did not go back: left).
+        JobDependency.objects.using(alias).filter(depends_on_id__in=ids, done=True).exclude(
+            depends_on__status__in=FINISHED_VALUES
+        ).update(done=False)
         abandoned = list(
             Job.objects.using(alias)
             .filter(

@@ -39,6 +39,7 @@ def store_waiting(new_job: NewJob, alias: str) -> Job:
                 job_id=job.pk,
                 depends_on_id=depends_on,
                 run_on_failure=new_job.run_on_dependency_failure,
+                done=statuses[depends_on] in FINISHED,
             )
             for depends_on in new_job.after
         )

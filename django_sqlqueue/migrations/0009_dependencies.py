@@ -1,5 +1,6 @@
-"""Workflows: the `waiting` status, the JobDependency edges (which job waits for which), and
-the job's `has_dependents` mark that tells its worker to release the jobs waiting for it."""
+"""Workflows: the `waiting` status, the JobDependency edges (which job waits for which, and
+whether that one has finished), and the job's `has_dependents` mark that tells its worker to
+release the jobs waiting for it."""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -44,6 +45,7 @@ class Migration(migrations.Migration):
                     "run_on_failure",
                     models.BooleanField(default=False, verbose_name="runs if it fails"),
                 ),
+                ("done", models.BooleanField(default=False, verbose_name="done")),
                 (
                     "depends_on",
                     models.ForeignKey(
@@ -66,6 +68,10 @@ class Migration(migrations.Migration):
             options={
                 "verbose_name": "job dependency",
                 "verbose_name_plural": "job dependencies",
+                "indexes": [
+                    models.Index(fields=["job", "done"], name="sqlqueue_dependency_left"),
+                    models.Index(fields=["done", "id"], name="sqlqueue_dependency_undone"),
+                ],
                 "constraints": [
                     models.UniqueConstraint(
                         fields=("job", "depends_on"), name="sqlqueue_dependency_once"

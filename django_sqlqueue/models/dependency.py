@@ -30,12 +30,23 @@ class JobDependency(models.Model):
     #: `on_dependency_failure="run"`: the job runs even if this dependency ends dead or
     #: cancelled (the same on every edge of one job).
     run_on_failure = models.BooleanField(_("runs if it fails"), default=False)
+    #: Set once `depends_on` has finished (by whoever saw it finish): "has this job anything
+    #: left to wait for?" is then one index probe, however many jobs it waits for, instead of
+    #: a read of all of them at every one's end.
+    done = models.BooleanField(_("done"), default=False)
 
     class Meta:
         verbose_name = _("job dependency")
         verbose_name_plural = _("job dependencies")
         constraints = [
             models.UniqueConstraint(fields=["job", "depends_on"], name="sqlqueue_dependency_once")
+        ]
+        indexes = [
+            # Anything left? The first edge of a job not done yet.
+            models.Index(fields=["job", "done"], name="sqlqueue_dependency_left"),
+            # The supervisors' sweep walks the edges not done yet, in id order (a crash may
+            # have left one whose dependency finished).
+            models.Index(fields=["done", "id"], name="sqlqueue_dependency_undone"),
         ]
 
     def __str__(self) -> str:

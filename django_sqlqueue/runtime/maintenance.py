@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from ..conf import QueueSettings
 from ..databases import queue_database
-from ..databases.dependencies import sweep_waiting
+from ..databases.dependencies import Sweeper
 from ..models import Worker
 from ..operations import prune_completed
 from . import transitions
@@ -84,10 +84,12 @@ class WaitingJobsSweep:
     """Release (or cancel) the waiting jobs that have nothing left to wait for but were not
     decided when their last dependency finished: its worker died in between, or they were
     enqueued after it was claimed (databases/dependencies.py). The supervisor runs it every
-    SWEEP_INTERVAL, apart from the other chores: it is one indexed read when nothing waits."""
+    SWEEP_INTERVAL, apart from the other chores: two indexed reads when nothing waits, and a
+    bounded slice of the waiting jobs and their edges when some do."""
 
     def __init__(self, conf: QueueSettings) -> None:
         self.database = queue_database(conf.database)
+        self.sweeper = Sweeper(self.database)
         self.next_round = 0.0
         self.failing = False
 
@@ -98,7 +100,7 @@ class WaitingJobsSweep:
     def run(self) -> None:
         self.next_round = time.monotonic() + SWEEP_INTERVAL
         try:
-            decided = sweep_waiting(self.database)
+            decided = self.sweeper.sweep()
         except DatabaseError as exc:
             if not self.failing:  # once per outage, not every second
                 logger.warning("Sweeping the waiting jobs failed (%s); will retry", exc)

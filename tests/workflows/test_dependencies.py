@@ -14,7 +14,7 @@ from django.utils import timezone
 
 import django_sqlqueue
 from django_sqlqueue.databases import queue_database
-from django_sqlqueue.databases.dependencies import sweep_waiting
+from django_sqlqueue.databases.dependencies import Sweeper
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job, JobDependency
 from django_sqlqueue.operations import purgeable
@@ -234,10 +234,10 @@ def test_the_sweep_releases_a_job_whose_dependency_was_claimed_before_it_was_enq
     assert transitions.complete(claimed, "a", alias=alias)
     assert status(b) == "waiting"
 
-    decided = sweep_waiting(queue_database(alias))
+    decided = Sweeper(queue_database(alias)).sweep()
     assert decided.ready == [b.pk]
     assert status(b) == "pending"
-    assert sweep_waiting(queue_database(alias)).ready == []  # once
+    assert Sweeper(queue_database(alias)).sweep().ready == []  # once
 
 
 def test_the_sweep_cancels_what_a_crash_left_after_a_dead_dependency(alias):
@@ -247,14 +247,49 @@ def test_the_sweep_cancels_what_a_crash_left_after_a_dead_dependency(alias):
     # The dependency's exit was written, and its worker died before releasing anything.
     Job.objects.filter(pk=a.pk).update(status=Status.DEAD, finished_at=timezone.now())
 
-    decided = sweep_waiting(queue_database(alias))
+    decided = Sweeper(queue_database(alias)).sweep()
 
     assert decided.abandoned == [b.pk] and decided.ready == [c.pk]
     assert [status(b), status(c)] == ["cancelled", "pending"]
+
+
+def test_each_edge_is_marked_done_when_its_dependency_finishes(alias):
+    """What makes "anything left?" one index probe: the edges of finished jobs say so."""
+    members = [record.enqueue(label=f"m{n}") for n in range(4)]
+    done = fail_always.using(max_attempts=1).enqueue()
+    waiting = gather.using(after=[*members, done], on_dependency_failure="run").enqueue()
+
+    def edges() -> dict[int, bool]:
+        links = JobDependency.objects.filter(job_id=waiting.pk)
+        return dict(links.values_list("depends_on_id", "done"))
+
+    assert set(edges().values()) == {False}
+    run_jobs(name="tests.fail_always")
+    assert edges()[done.pk] and not any(v for k, v in edges().items() if k != done.pk)
+    run_jobs(max_jobs=2, name="tests.record")
+    assert sum(edges().values()) == 3 and status(waiting) == "waiting"
+    run_jobs()
+    assert set(edges().values()) == {True} and status(waiting) == "completed"
+    # Requeued, a dependency is waited for again: its edge is not done any more.
+    django_sqlqueue.requeue(members[0])
+    assert not edges()[members[0].pk]
+
+
+def test_the_sweep_reads_a_bounded_slice_and_goes_on_where_it_stopped(alias):
+    firsts = [record.enqueue(label=f"f{n}") for n in range(5)]
+    thens = [record.using(after=[first]).enqueue(label=f"t{n}") for n, first in enumerate(firsts)]
+    # Their worker died after each exit, before marking anything: five stale edges.
+    Job.objects.filter(pk__in=[j.pk for j in firsts]).update(status=Status.COMPLETED)
+    sweeper = Sweeper(queue_database(alias), limit=2)
+    released: list[int] = []
+    for _ in range(3):
+        released += sweeper.sweep().ready
+    assert sorted(released) == [j.pk for j in thens]
+    assert {status(j) for j in thens} == {"pending"}
 
 
 def test_a_deleted_dependency_no_longer_holds_its_dependent(alias):
     a = record.enqueue(label="a")
     b = record.using(after=[a]).enqueue(label="b")
     Job.objects.filter(pk=a.pk).delete()
-    assert sweep_waiting(queue_database(alias)).ready == [b.pk]
+    assert Sweeper(queue_database(alias)).sweep().ready == [b.pk]
