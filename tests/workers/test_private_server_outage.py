@@ -113,9 +113,8 @@ def django(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
-@pytest.mark.parametrize("mode", ["fast", "immediate"])
-def test_server_stopped_during_shutdown(private_server, tmp_path, mode):
-    server = private_server
+def server_env(server: Any, **extra: str) -> dict[str, str]:
+    """This process's environment, pointed at the private server's test database."""
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="tests.settings",
@@ -124,7 +123,15 @@ def test_server_stopped_during_shutdown(private_server, tmp_path, mode):
         PGHOST=str(server.sockets),
         PGPORT=server.django_database(DB_NAME)["PORT"],
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        **extra,
     )
+    return env
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_server_stopped_during_shutdown(private_server, tmp_path, mode):
+    server = private_server
+    env = server_env(server)
     django(env, "migrate", "-v", "0")
     job_id = int(
         django(
@@ -201,14 +208,8 @@ def test_the_ticks_an_outage_spans_follow_the_missed_policy(private_server, tmp_
     import json
 
     server = private_server
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="tests.settings",
-        SQLQUEUE_TEST_DB="postgres",
-        SQLQUEUE_TEST_DB_NAME=DB_NAME,
-        PGHOST=str(server.sockets),
-        PGPORT=server.django_database(DB_NAME)["PORT"],
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+    env = server_env(
+        server,
         SQLQUEUE_TEST_SCHEDULES=json.dumps(
             {
                 "every": {"job": "tests.noop", "cron": "* * * * * *", "missed": "all"},
