@@ -100,7 +100,7 @@ def requeue_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
     if changed:
         # The jobs they abandoned by failing wait for them again, and nothing waits on an
         # edge that says they finished.
-        rewait_abandoned(_database(alias).alias, ids)
+        rewait_abandoned(alias or get_settings().database, ids)
     return BulkResult(changed)
 
 
