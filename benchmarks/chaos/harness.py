@@ -206,7 +206,7 @@ class Harness:
 
     def aim(self, pids: set[int]) -> tuple[str | None, set[int]]:
         """Maybe pick a target kind for this kill (aim.py), and the workers that are one."""
-        target = aim.choose(self.rng.random())
+        target = aim.choose(self.rng.random(), self.target_still_missing())
         if target == "atomic":
             return target, aim.wait_for(
                 lambda: aim.in_atomic_job(pids), aim.AIM_WAIT_SECONDS[target]
@@ -219,6 +219,17 @@ class Harness:
             )
             return target, found
         return None, set()
+
+    def target_still_missing(self) -> str | None:
+        """A target the run's checks ask a kill to have met, and none has yet: a worker
+        inside an atomic job; under --concurrency, one holding two or more jobs."""
+        killed = {pid for e in self.events if e["type"].startswith("kill_") for pid in e["pids"]}
+        if not aim.atomic_kill_landed(killed):
+            return "atomic"
+        met_a_batch = any(e.get("aimed_at") == "batch" for e in self.events)
+        if self.options.concurrency > 1 and not met_a_batch:
+            return "batch"
+        return None
 
     def kill_supervisor(self, slot: str) -> None:
         for supervisor in self.fleet.live():

@@ -273,6 +273,14 @@ def test_kills_are_aimed_at_a_quarter_atomic_a_quarter_batches() -> None:
     assert aim.wait_for(set, seconds=0.05) == set()
 
 
+def test_kills_aim_at_a_target_no_kill_has_met_yet(empty_ledger: None) -> None:
+    """A run's checks ask for one kill inside an atomic job: kills aim there until one lands."""
+    assert [aim.choose(d, "atomic") for d in (0.0, 0.3, 0.99)] == ["atomic"] * 3
+    ledger.started(6, "t6", "atomic", 1, "w1")  # this process "killed" inside its job
+    assert not aim.atomic_kill_landed({os.getpid() + 1})
+    assert aim.atomic_kill_landed({os.getpid(), os.getpid() + 1})
+
+
 def test_the_ledger_keeps_executions_a_kill_cut_short(empty_ledger: None) -> None:
     first = ledger.started(5, "t5", "atomic", 1, "w1")
     ledger.started(6, "t6", "atomic", 1, "w1")  # its process is killed: no end
