@@ -24,7 +24,9 @@ from .registry import JobHandler, PreparedJob, job, registry
 from .states import Status
 
 if TYPE_CHECKING:
+    from .batches import Batch, BatchFactory
     from .context import JobContext
+    from .databases.batches import BatchProgress
     from .models import Job
     from .operations import BulkResult, OperationResult
 
@@ -32,6 +34,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "Batch",
+    "BatchProgress",
     "BulkResult",
     "Chain",
     "Discard",
@@ -48,6 +52,7 @@ __all__ = [
     "SQLQueueError",
     "Status",
     "UnknownJobError",
+    "batch",
     "cancel",
     "cancel_many",
     "chain",
@@ -126,6 +131,9 @@ def run_now_many(ids: Iterable[int], /) -> BulkResult:
     return operations.run_now_many(ids)
 
 
+batch: BatchFactory
+
+
 def __getattr__(name: str) -> Any:
     # Models can only be imported once Django's app registry is ready.
     if name == "Job":
@@ -136,6 +144,15 @@ def __getattr__(name: str) -> Any:
         from .context import JobContext
 
         return JobContext
+    if name in ("batch", "Batch"):
+        # Batches store rows: the models must be ready.
+        from . import batches
+
+        return getattr(batches, name)
+    if name == "BatchProgress":
+        from .databases.batches import BatchProgress
+
+        return BatchProgress
     if name in ("BulkResult", "OperationResult"):
         from . import operations
 

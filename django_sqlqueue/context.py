@@ -9,9 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .exceptions import JobCancelled, JobTimeout
+
+if TYPE_CHECKING:
+    from .databases.batches import BatchProgress
 
 #: Longest progress message stored; longer ones are cut.
 MAX_PROGRESS_MESSAGE = 255
@@ -72,6 +75,18 @@ class JobContext:
     dependency_reader: Callable[[], dict[int, Any]] | None = field(
         default=None, repr=False, compare=False
     )
+
+    #: Reads the batch this job is the callback of, or a member of (the worker supplies it).
+    batch_reader: Callable[[], BatchProgress | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    @cached_property
+    def batch(self) -> BatchProgress | None:
+        """For a batch's callback, that batch: its id, its members' total and how many
+        completed, ended dead or were cancelled. For a member of a batch, the batch it
+        belongs to, as it stands now. None for any other job. Read when first used."""
+        return self.batch_reader() if self.batch_reader is not None else None
 
     @cached_property
     def dependency_results(self) -> dict[int, Any]:

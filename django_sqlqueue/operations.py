@@ -20,8 +20,9 @@ from django.utils import timezone
 
 from .conf import get_settings
 from .databases import QueueDatabase, queue_database
+from .databases.batches import after_commit, finish_all
 from .databases.dependencies import UNFINISHED_VALUES, release_dependents, rewait_abandoned
-from .models import Job, JobDependency, QueueState
+from .models import Job, JobBatch, JobDependency, QueueState
 from .models.flow import PAUSED_BY_LENGTH, REASON_LENGTH
 from .queries import jobs
 from .states import CANCEL, FINISHED, REQUEUE, RUN_NOW, STOP, Status
@@ -70,8 +71,15 @@ def cancel_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
         .update(cancel_requested_at=now, updated_at=now)
     )
     if cancelled:
+        database = _database(alias)
         # In the same transaction, if the caller has one: the jobs waiting for these.
-        release_dependents(_database(alias), ids)
+        release_dependents(database, ids)
+        # Once it commits: the batches whose last members these were.
+        in_batches = set(
+            jobs(alias).filter(id__in=ids, batch__isnull=False).values_list("batch_id", flat=True)
+        )
+        if in_batches:
+            after_commit(database.alias, lambda: finish_all(database, in_batches))
     return BulkResult(cancelled, stopping)
 
 
@@ -188,7 +196,8 @@ def purgeable(
     alias: str | None = None,
 ) -> QuerySet[Job]:
     """Finished jobs that may be deleted: never waiting, pending, failed or running ones, nor
-    a finished one that such a job waits for (workflows)."""
+    a finished one that such a job waits for, nor a member of a batch that has not finished
+    (workflows)."""
     unknown = set(statuses) - set(FINISHED_VALUES)
     if unknown:
         raise ValueError(
@@ -198,7 +207,14 @@ def purgeable(
     still_needed = JobDependency.objects.filter(
         depends_on=OuterRef("pk"), job__status__in=UNFINISHED_VALUES
     )
-    queryset = jobs(alias).filter(status__in=list(statuses)).exclude(Exists(still_needed))
+    # A member of a batch that has not finished: its callback will count it.
+    unfinished_batch = JobBatch.objects.filter(pk=OuterRef("batch_id"), finished_at__isnull=True)
+    queryset = (
+        jobs(alias)
+        .filter(status__in=list(statuses))
+        .exclude(Exists(still_needed))
+        .exclude(Exists(unfinished_batch))
+    )
     if older_than is not None:
         queryset = queryset.filter(finished_at__lt=older_than)
     if queue:

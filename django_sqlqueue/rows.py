@@ -31,6 +31,7 @@ CLAIM_COLUMNS = (
     "backend",
     "trace_context",
     "has_dependents",
+    "batch_id",
 )
 
 
@@ -73,6 +74,9 @@ class ClaimedJob:
     #: Jobs were enqueued after this one when it was claimed: the exit that finishes it
     #: releases them (one enqueued later is released by the supervisors' sweep).
     has_dependents: bool = False
+    #: The batch it is a member of: the worker that finishes it looks whether the batch has
+    #: finished (databases/batches.py).
+    batch_id: int | None = None
 
     @classmethod
     def from_row(
@@ -97,6 +101,7 @@ class ClaimedJob:
             started_at=started_at,
             trace_context=_json(values["trace_context"]),
             has_dependents=bool(values["has_dependents"]),
+            batch_id=values["batch_id"],
         )
 
     @classmethod
@@ -119,6 +124,7 @@ class ClaimedJob:
             started_at=job.started_at,
             trace_context=job.trace_context,
             has_dependents=job.has_dependents,
+            batch_id=job.batch_id,
         )
 
     @property
@@ -153,10 +159,17 @@ class NewJob:
     #: JobDependency per id), and whether it runs even if one of them fails.
     after: tuple[int, ...] = ()
     run_on_dependency_failure: bool = False
+    #: The batch it joins (set as it is stored, inside a `with batch(...)` block).
+    batch_id: int | None = None
 
     @property
-    def has_flow_columns(self) -> bool:
-        return self.unique_key is not None or self.concurrency_key is not None
+    def has_extra_columns(self) -> bool:
+        """Whether its INSERT writes a column most jobs leave NULL (databases/inserting.py)."""
+        return (
+            self.unique_key is not None
+            or self.concurrency_key is not None
+            or self.batch_id is not None
+        )
 
     @classmethod
     def from_model(cls, job: Job) -> NewJob:
@@ -172,4 +185,5 @@ class NewJob:
             idempotency_key=job.idempotency_key,
             backend=job.backend,
             trace_context=job.trace_context,
+            batch_id=job.batch_id,
         )

@@ -116,7 +116,7 @@ REVIEWED: dict[str, dict[str, str]] = {
     "databases/inserting.py": {
         "ops.quote_name(Job._meta.db_table)": "a quoted identifier",
         "', '.join(map(ops.quote_name, INSERT_COLUMNS))": "quoted constant column names",
-        "', '.join(map(ops.quote_name, INSERT_COLUMNS + FLOW_COLUMNS))": "quoted constant names",
+        "', '.join(map(ops.quote_name, INSERT_COLUMNS + EXTRA_COLUMNS))": "quoted constant names",
         "self.returning_extra": "a class constant: empty, or pg_notify of the constant channel",
     },
     "databases/postgresql.py": {

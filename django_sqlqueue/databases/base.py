@@ -27,6 +27,7 @@ from ..exits import Exit
 from ..models import Job
 from ..rows import ClaimedJob
 from ..states import CLAIMABLE
+from . import batches
 from .claiming import Claimer
 from .dependencies import release_dependents_after_commit
 from .exits import ExitWriter
@@ -75,13 +76,23 @@ class QueueDatabase:
     ) -> set[int]:
         """Every exit from `running`: move `jobs` (one worker's) out as `exit` says, fenced
         by lease owner and attempt; the ids written (databases/exits.py). A job that finished
-        and has jobs waiting for it releases them once the write commits (dependencies.py)."""
+        and has jobs waiting for it releases them once the write commits (dependencies.py); a
+        member of a batch notes the batch, looked at by `check_batches` (batches.py)."""
         written = self.exits().write(jobs, exit, in_transaction=in_transaction)
         if exit.shape.writes_finished_at:
             waited_for = [job.id for job in jobs if job.has_dependents and job.id in written]
             if waited_for:
                 release_dependents_after_commit(self, waited_for)
+            in_batches = {j.batch_id for j in jobs if j.batch_id is not None and j.id in written}
+            if in_batches:
+                batches.note(self.alias, in_batches)
         return written
+
+    def check_batches(self) -> list[int]:
+        """Finish the batches whose members this process finished since the last call, if
+        nothing is left in them (their callbacks stored); the ids finished. A worker calls it
+        once per claimed round: one probe per batch, not per member."""
+        return batches.check_noted(self)
 
     def renew_leases(
         self, held: Sequence[tuple[int, str]], lease_seconds: float, now: datetime

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from ..models import Job, JobDependency
 from ..states import ABANDON, ABANDONED_OWNER, FINISHED, READY, REWAIT, Status
+from . import batches
 
 logger = logging.getLogger("django_sqlqueue")
 
@@ -195,6 +196,10 @@ def _decide(database: QueueOn, waiting: Sequence[int]) -> Decided:
         )
         if changed:
             decided.abandoned.append(job_id)
+    if decided.abandoned:
+        # A cancelled member may have been the last of its batch.
+        in_batches = Job.objects.using(alias).filter(id__in=decided.abandoned, batch__isnull=False)
+        batches.note(alias, in_batches.values_list("batch_id", flat=True).distinct())
     return decided
 
 

@@ -40,9 +40,10 @@ INSERT_COLUMNS = (
     "backend",
     "trace_context",
 )
-#: Flow-control columns (flow/): written only by the statements of jobs that use them, so the
-#: INSERT of every other job is the statement it always was.
-FLOW_COLUMNS = ("unique_key", "concurrency_key")
+#: Columns most jobs leave NULL (flow control, flow/; batch membership): written only by the
+#: statements of jobs that use them, so the INSERT of every other job is the statement it
+#: always was.
+EXTRA_COLUMNS = ("unique_key", "concurrency_key", "batch_id")
 JSON_COLUMNS = frozenset({"args", "kwargs", "history", "trace_context"})
 ROWS_PER_STATEMENT = 500
 _FIELD_NAMES = [f.attname for f in Job._meta.concrete_fields]
@@ -68,14 +69,14 @@ class Inserter:
             ops.quote_name(Job._meta.db_table), ", ".join(map(ops.quote_name, INSERT_COLUMNS))
         )
         self.returning_sql = " RETURNING id" + self.returning_extra
-        self.flow_row_sql = self.row_sql[:-1] + ", %s" * len(FLOW_COLUMNS) + ")"
-        self.flow_prefix = "INSERT INTO {} ({}) VALUES ".format(
+        self.extra_row_sql = self.row_sql[:-1] + ", %s" * len(EXTRA_COLUMNS) + ")"
+        self.extra_prefix = "INSERT INTO {} ({}) VALUES ".format(
             ops.quote_name(Job._meta.db_table),
-            ", ".join(map(ops.quote_name, INSERT_COLUMNS + FLOW_COLUMNS)),
+            ", ".join(map(ops.quote_name, INSERT_COLUMNS + EXTRA_COLUMNS)),
         )
 
-    def flow_values(self, job: NewJob) -> list[Any]:
-        return [*self.values(job), job.unique_key, job.concurrency_key]
+    def extra_values(self, job: NewJob) -> list[Any]:
+        return [*self.values(job), job.unique_key, job.concurrency_key, job.batch_id]
 
     def values(self, job: NewJob) -> list[Any]:
         adapt = self.connection.ops.adapt_datetimefield_value
@@ -102,28 +103,28 @@ class Inserter:
             None if job.trace_context is None else json.dumps(job.trace_context),
         ]
 
-    def insert(self, jobs: Sequence[NewJob], *, flow: bool | None = None) -> list[Job]:
-        """INSERT the jobs and return them as saved model instances, in order. `flow`: some
-        job has flow-control columns to write (None: look; a caller that knows says so, and
+    def insert(self, jobs: Sequence[NewJob], *, extra: bool | None = None) -> list[Job]:
+        """INSERT the jobs and return them as saved model instances, in order. `extra`: some
+        job has one of EXTRA_COLUMNS to write (None: look; a caller that knows says so, and
         a batch of a handler without flow options is not walked twice)."""
         if not self.returning:
             return self._insert_with_orm(jobs)
-        if flow is None:
-            flow = any(job.has_flow_columns for job in jobs)
+        if extra is None:
+            extra = any(job.has_extra_columns for job in jobs)
         with self.connection.cursor() as cursor:
-            ids = self.insert_returning_ids(cursor, jobs, flow)
+            ids = self.insert_returning_ids(cursor, jobs, extra)
         plain = not init_signals_listened()
         return [self.to_model(job, pk, plain) for job, pk in zip(jobs, ids, strict=True)]
 
     def insert_returning_ids(
-        self, cursor: Any, jobs: Sequence[NewJob], flow: bool = False
+        self, cursor: Any, jobs: Sequence[NewJob], extra: bool = False
     ) -> list[int]:
         """Multi-row VALUES statements, ROWS_PER_STATEMENT rows each; the new ids in order."""
         ids: list[int] = []
         prefix, row_sql = (
-            (self.flow_prefix, self.flow_row_sql) if flow else (self.prefix, self.row_sql)
+            (self.extra_prefix, self.extra_row_sql) if extra else (self.prefix, self.row_sql)
         )
-        values = self.flow_values if flow else self.values
+        values = self.extra_values if extra else self.values
         for start in range(0, len(jobs), ROWS_PER_STATEMENT):
             chunk = jobs[start : start + ROWS_PER_STATEMENT]
             sql = prefix + ", ".join([row_sql] * len(chunk)) + self.returning_sql
@@ -176,6 +177,7 @@ class Inserter:
             "unique_active": job.unique_key,
             "concurrency_key": job.concurrency_key,
             "has_dependents": False,
+            "batch_id": job.batch_id,
         }
         if not plain:
             return Job.from_db(self.alias, _FIELD_NAMES, [values[name] for name in _FIELD_NAMES])

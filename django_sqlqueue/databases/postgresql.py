@@ -236,10 +236,10 @@ class PostgreSQLInserter(Inserter):
         }
 
     def insert_returning_ids(
-        self, cursor: Any, jobs: Sequence[NewJob], flow: bool = False
+        self, cursor: Any, jobs: Sequence[NewJob], extra: bool = False
     ) -> list[int]:
-        if len(jobs) == 1 or flow:
-            return super().insert_returning_ids(cursor, jobs, flow)
+        if len(jobs) == 1 or extra:
+            return super().insert_returning_ids(cursor, jobs, extra)
         ids: list[int] = []
         for start in range(0, len(jobs), ROWS_PER_JSON_STATEMENT):
             chunk = jobs[start : start + ROWS_PER_JSON_STATEMENT]

@@ -69,4 +69,5 @@ def _waiting_model(new_job: NewJob) -> Job:
         backend=new_job.backend,
         trace_context=new_job.trace_context,
         concurrency_key=new_job.concurrency_key,
+        batch_id=new_job.batch_id,
     )

@@ -14,6 +14,7 @@ from ..databases import queue_database
 from ..exceptions import InvalidJobError
 from ..models import Job
 from ..rows import NewJob
+from .batch_scope import current_batch_id
 from .dependencies import store_waiting
 from .keys import store_keyed
 from .options import EnqueueOptions, JobDefaults, build_job
@@ -21,7 +22,12 @@ from .unique import store_unique
 
 
 def store(new_job: NewJob, alias: str) -> Job:
-    """INSERT one job; with an idempotency key, return the existing job instead of a second."""
+    """INSERT one job; with an idempotency key, return the existing job instead of a second.
+    Inside a `with batch(...)` block the job joins that batch (one that comes back
+    deduplicated stays where it was)."""
+    batch_id = current_batch_id()
+    if batch_id is not None:
+        new_job.batch_id = batch_id
     if tracing.ENABLED:
         with tracing.enqueue_span([new_job]):
             return _store(new_job, alias)
@@ -83,6 +89,10 @@ def enqueue_jobs(
             raise InvalidJobError(f"enqueue_many item {index}: {exc}") from exc
     if not new_jobs:
         return []
+    batch_id = current_batch_id()
+    if batch_id is not None:
+        for new_job in new_jobs:
+            new_job.batch_id = batch_id
     alias = conf.database
     database = queue_database(alias)
     with tracing.enqueue_span(new_jobs), transaction.atomic(using=alias):
@@ -94,5 +104,6 @@ def enqueue_jobs(
             # Unique jobs one by one, in order: a later item that repeats an earlier one (or
             # a job already queued) comes back as that job, marked `deduplicated`.
             return [store_unique(database, new_job) for new_job in new_jobs]
-        created = database.inserter().insert(new_jobs, flow=flow is not None)
+        extra = flow is not None or batch_id is not None
+        created = database.inserter().insert(new_jobs, extra=extra)
     return created

@@ -14,6 +14,7 @@ from ..states import CLAIMABLE, FINISHED, PRIORITY_MAX, PRIORITY_MIN, Status
 
 # The companions of the job table, one module each, imported here so that Django finds them
 # and `django_sqlqueue.models` stays the one place to import a model from.
+from .batch import JobBatch
 from .dependency import JobDependency
 from .flow import FlowKey, QueueState
 from .rollup import WAIT_BUCKETS, WAIT_COLUMNS, JobRollup, QueueSample
@@ -199,6 +200,16 @@ class Job(models.Model):
     has_dependents = models.BooleanField(
         _("has dependents"), default=False, db_default=False, editable=False
     )
+    # Workflows: the batch this job is a member of (enqueued inside `with batch(...)`).
+    batch = models.ForeignKey(
+        JobBatch,
+        verbose_name=_("batch"),
+        related_name="members",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        db_index=False,
+    )
 
     class Meta:
         verbose_name = _("job")
@@ -237,6 +248,8 @@ class Job(models.Model):
             models.Index(fields=["name", "-id"], name="sqlqueue_name"),
             # The admin's status filter, newest first.
             models.Index(fields=["status", "-id"], name="sqlqueue_status_id"),
+            # A batch's "anything left?" and its members by status.
+            models.Index(fields=["batch", "status"], name="sqlqueue_batch_members"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -301,6 +314,7 @@ __all__ = [
     "WAIT_COLUMNS",
     "FlowKey",
     "Job",
+    "JobBatch",
     "JobDependency",
     "JobRollup",
     "PartialIndex",

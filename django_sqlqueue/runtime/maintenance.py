@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ..conf import QueueSettings
 from ..databases import queue_database
+from ..databases.batches import BatchSweeper
 from ..databases.dependencies import Sweeper
 from ..models import Worker
 from ..operations import prune_completed
@@ -80,16 +81,19 @@ class CompletedJobsPruning:
             logger.info("Pruned %d completed jobs", pruned)
 
 
-class WaitingJobsSweep:
-    """Release (or cancel) the waiting jobs that have nothing left to wait for but were not
-    decided when their last dependency finished: its worker died in between, or they were
-    enqueued after it was claimed (databases/dependencies.py). The supervisor runs it every
-    SWEEP_INTERVAL, apart from the other chores: two indexed reads when nothing waits, and a
-    bounded slice of the waiting jobs and their edges when some do."""
+class WorkflowSweep:
+    """What the workers' own looks missed, in workflows: waiting jobs with nothing left to
+    wait for (their last dependency's worker died before deciding them, or they were enqueued
+    after it was claimed; databases/dependencies.py), and closed batches with no member left
+    (a worker died between a member's end and its look, or the batch was closed after its
+    last member ended; databases/batches.py). The supervisor runs it every SWEEP_INTERVAL,
+    apart from the other chores: three indexed reads when nothing waits, and bounded slices
+    when some do."""
 
     def __init__(self, conf: QueueSettings) -> None:
         self.database = queue_database(conf.database)
         self.sweeper = Sweeper(self.database)
+        self.batches = BatchSweeper(self.database)
         self.next_round = 0.0
         self.failing = False
 
@@ -101,9 +105,10 @@ class WaitingJobsSweep:
         self.next_round = time.monotonic() + SWEEP_INTERVAL
         try:
             decided = self.sweeper.sweep()
+            finished = self.batches.sweep()
         except DatabaseError as exc:
             if not self.failing:  # once per outage, not every second
-                logger.warning("Sweeping the waiting jobs failed (%s); will retry", exc)
+                logger.warning("Sweeping the workflows failed (%s); will retry", exc)
             self.failing = True
             connections[self.database.alias].close()
             return
@@ -113,6 +118,11 @@ class WaitingJobsSweep:
                 "Waiting jobs with nothing left to wait for: %d released, %d cancelled",
                 len(decided.ready),
                 len(decided.abandoned),
+            )
+        if finished:
+            logger.info(
+                "Batches with no member left, finished by the sweep: %s",
+                ", ".join(f"#{batch_id}" for batch_id in finished),
             )
 
 

@@ -18,6 +18,7 @@ from ..attempts import AttemptOutcome, exception_path
 from ..backoff import BackoffSpec
 from ..conf import get_settings
 from ..context import AttemptControl, JobContext
+from ..databases.batches import batch_of_job
 from ..databases.dependencies import results_of_dependencies
 from ..exceptions import Discard, JobTimeout, Retry, UnknownJobError, WorkerShutdown
 from ..registry import JobHandler, registry
@@ -127,6 +128,7 @@ def make_context(job: ClaimedJob, worker_id: str, control: AttemptControl) -> Jo
         worker_id=worker_id,
         control=control,
         dependency_reader=partial(results_of_dependencies, get_settings().database, job.id),
+        batch_reader=partial(batch_of_job, get_settings().database, job.id, job.batch_id),
     )
 
 

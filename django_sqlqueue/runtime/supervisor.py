@@ -34,7 +34,7 @@ from .chores import Chores
 from .heartbeat import close_quietly, new_worker_id
 from .in_flight import InFlight
 from .lease_keeper import LeaseKeeper
-from .maintenance import Maintenance, WaitingJobsSweep
+from .maintenance import Maintenance, WorkflowSweep
 from .observing import SupervisorTelemetry
 from .runner import backoff_for
 from .scheduler import Scheduler
@@ -166,7 +166,7 @@ class Supervisor:
         #: Housekeeping; its lease recovery spares this supervisor's live workers.
         self.maintenance = Maintenance(self.conf, self.live_children)
         #: Releases waiting jobs a worker's crash or a late enqueue left (workflows).
-        self.waiting_jobs = WaitingJobsSweep(self.conf)
+        self.workflows = WorkflowSweep(self.conf)
         #: Renews the running jobs of live workers whose own heartbeat may be starved.
         self.leases = LeaseKeeper(self.conf)
         #: Enqueues the recurring jobs' ticks (None: --no-scheduler).
@@ -304,8 +304,8 @@ class Supervisor:
                 self.chores.run("scheduler", self.schedule)
                 if self.maintenance.due:
                     self.chores.run("maintenance", self.maintenance.run)
-                if self.waiting_jobs.due:
-                    self.chores.run("waiting jobs sweep", self.waiting_jobs.run)
+                if self.workflows.due:
+                    self.chores.run("workflow sweep", self.workflows.run)
             self.wait_for_children(self.next_wait())
         self.chores.run("maintenance", self.maintenance.run)
         close_all_quietly()

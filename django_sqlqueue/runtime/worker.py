@@ -177,6 +177,7 @@ class JobWorker(JobStarts, HardStops):
         finally:
             self.recorder.flush()
             self.hand_back_held("the worker is stopping")
+            queue_database(self.alias).check_batches()
             self.watch.stop()
             heartbeat.stop()
             self.activity.report()
@@ -235,6 +236,9 @@ class JobWorker(JobStarts, HardStops):
         """Claim a batch, keep what fits the time budget by each job's own estimate, and
         hand the surplus back at once, unspent. With a `limit` (a pool's free slots), claim
         that many, each to start at once: nothing is kept for later, nothing handed back."""
+        # The batches of the members finished since the last claim: finished (their
+        # callbacks stored) if nothing is left in them, one probe per batch per round.
+        queue_database(self.alias).check_batches()
         size = self.claim_size() if limit is None else limit
         # A claim keeps no more concurrency-limited jobs than it can start at once.
         self.claimer.slot_count = 1 if limit is None else limit

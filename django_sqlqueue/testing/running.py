@@ -23,7 +23,9 @@ from django.db import connections, transaction
 from ..conf import get_settings
 from ..context import AttemptControl
 from ..databases import queue_database
+from ..databases.batches import BatchSweeper
 from ..databases.claiming import Claimer
+from ..databases.dependencies import Sweeper
 from ..models import Job
 from ..rows import ClaimedJob
 from ..runtime.attempt import AttemptRunner
@@ -98,6 +100,13 @@ class InProcessWorker(JobWorker):
         # caller's, and closing it would end the test's.
         if not self.in_callers_transaction:
             super().between_batches()
+            return
+        # Inside it, nothing commits: what a worker does once a job's end commits (release
+        # the jobs waiting for it, look whether its batch finished) is what the supervisors'
+        # sweep does, done here after each round.
+        database = queue_database(self.alias)
+        Sweeper(database).sweep()
+        BatchSweeper(database).sweep()
 
 
 def _as_tuple(value: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -385,3 +385,32 @@ def gather(context, label=""):
     _record(context, label)
     inputs = {str(job_id): result for job_id, result in context.dependency_results.items()}
     return {"label": label, "after": inputs}
+
+
+@job("tests.batch_report", takes_context=True)
+def batch_report(context, label="report"):
+    """A batch's callback: records its label and returns what `context.batch` says."""
+    _record(context, label)
+    batch = context.batch
+    if batch is None:
+        return None
+    return {
+        "id": batch.id,
+        "total": batch.total,
+        "completed": batch.completed,
+        "dead": batch.dead,
+        "cancelled": batch.cancelled,
+        "state": batch.state,
+    }
+
+
+@job("tests.open_batch", takes_context=True)
+def open_batch(context, size=3, label="inner"):
+    """A callback that opens a batch of its own (nested workflows)."""
+    from django_sqlqueue import batch
+
+    _record(context, label)
+    with batch(on_complete=batch_report.prepare(label=f"{label}-report")) as opened:
+        for index in range(size):
+            record.enqueue(label=f"{label}-{index}")
+    return opened.id
