@@ -240,6 +240,21 @@ def purge(queryset: QuerySet[Job], batch_size: int = 1000, max_batches: int | No
     return deleted
 
 
+def purge_batches(older_than: datetime, *, alias: str | None = None) -> int:
+    """Delete the batches that finished before `older_than` and have no member left (their
+    jobs purged); a batch with a member left stays, so its page still counts it."""
+    members = Job.objects.filter(batch_id=OuterRef("pk"))
+    children = JobBatch.objects.filter(parent_id=OuterRef("pk"))
+    done = (
+        JobBatch.objects.using(alias or get_settings().database)
+        .filter(finished_at__lt=older_than)
+        .exclude(Exists(members))
+        .exclude(Exists(children))
+    )
+    deleted, _ = done.delete()
+    return deleted
+
+
 def prune_completed(days: float, *, alias: str | None = None, batch_size: int = 1000) -> int:
     """One batch of the built-in pruning: completed jobs finished more than `days` ago."""
     cutoff = timezone.now() - timedelta(days=days)

@@ -236,3 +236,30 @@ def test_jobs_outside_the_block_join_no_batch_and_current_says_which():
     assert Job.objects.get(pk=inside.pk).batch_id == b.id
     assert Job.objects.get(pk=outside.pk).batch_id is None
     assert isinstance(b, Batch) and b.progress().total == 1
+
+
+def test_purgejobs_deletes_finished_batches_once_their_jobs_are_gone():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    with batch(on_complete=batch_report) as b:
+        record.enqueue(label="m")
+    with batch(keep_open=True) as still_open:
+        pass
+    run_jobs()
+    out = StringIO()
+    call_command("purgejobs", "--days", "0", stdout=out)
+    assert "Deleted 1 finished batches" in out.getvalue()
+    assert list(JobBatch.objects.values_list("id", flat=True)) == [still_open.id]
+    assert not JobBatch.objects.filter(pk=b.id).exists()
+
+
+def test_batch_is_public_api():
+    from django_sqlqueue import BatchProgress
+
+    assert {"batch", "Batch", "BatchProgress"} <= set(django_sqlqueue.__all__)
+    assert django_sqlqueue.batch is batch
+    with batch() as b:
+        pass
+    assert isinstance(b.progress(), BatchProgress)

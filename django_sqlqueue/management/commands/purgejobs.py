@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from ...conf import get_settings
 from ...databases.flow_keys import prune_keys
-from ...operations import purge, purgeable
+from ...operations import purge, purge_batches, purgeable
 from ...states import FINISHED
 from ..base import MAX_DAYS, QueueCommand, bounded_float, bounded_int
 
@@ -59,3 +59,6 @@ class Command(QueueCommand):
         keys = prune_keys(get_settings().database, cutoff)
         if keys:
             self.stdout.write(f"Deleted {keys} flow-control key rows unused since the cutoff.")
+        batches = purge_batches(cutoff)
+        if batches:
+            self.stdout.write(f"Deleted {batches} finished batches with no job left.")
