@@ -226,18 +226,27 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "workflow",
-            "workflows: a chain's handoff between steps (ms), a fan-in beside a plain drain",
+            "workflows: a chain's handoff (ms); a fan-in and a batch beside a plain drain",
             "handoff_ms",
             full=[
                 {"shape": "chain", "jobs": 1_000, "workers": 4},
                 {"shape": "fanin", "jobs": 1_000, "workers": 4},
+                {"shape": "batch", "jobs": 10_000, "workers": 4},
             ],
             quick=[
                 {"shape": "chain", "jobs": 50, "workers": 2},
                 {"shape": "fanin", "jobs": 100, "workers": 2},
+                {"shape": "batch", "jobs": 200, "workers": 2},
             ],
             systems="ours",
-            metrics=("handoff_ms", "in_order", "jobs_per_s", "ratio", "release_ms"),
+            metrics=(
+                "handoff_ms",
+                "in_order",
+                "jobs_per_s",
+                "ratio",
+                "release_ms",
+                "callback_ms",
+            ),
         ),
         Scenario(
             "beside",
