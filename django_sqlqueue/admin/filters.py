@@ -3,7 +3,8 @@
 Django's own AllValuesFieldListFilter runs `SELECT DISTINCT` over the whole table to build its
 choices; on a million rows that is a full scan per page view. The name filter walks the
 (name, -id) index one distinct value at a time instead, and the queue filter takes its
-choices from the registry, the settings and the live workers.
+choices from the registry, the settings and the live workers. The batch filter lists only the
+batch in use: a batch's page links to the list filtered on it.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from django.db import connections
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ..conf import get_settings
-from ..models import Job, Worker
+from ..models import Job, JobBatch, Worker
 from ..registry import registry
 from ..states import CLAIMABLE, Status
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 #: Distinct job names listed in the filter; beyond this, search by name.
 MAX_NAME_CHOICES = 200
+#: The largest id a batch can have (a BigAutoField): a larger number names no batch.
+MAX_BATCH_ID = 2**63 - 1
 
 
 def distinct_names(alias: str, limit: int = MAX_NAME_CHOICES) -> list[str]:
@@ -125,6 +129,53 @@ class IdempotencyKeyFilter(admin.SimpleListFilter):
         if self.value():
             return queryset.filter(idempotency_key=self.value())
         return queryset
+
+
+def batch_id_of(value: str | None) -> int | None:
+    """The batch id a `?batch=` value names (ASCII digits, within a BigAutoField), or None."""
+    if not value or not value.isascii() or not value.isdigit():
+        return None
+    batch_id = int(value)
+    return batch_id if 0 < batch_id <= MAX_BATCH_ID else None
+
+
+def batch_choice(value: str) -> str:
+    """`batch #12 (nightly import)`: the batch's id and label (one primary-key read)."""
+    batch_id = batch_id_of(value)
+    if batch_id is None:
+        return value
+    labels = JobBatch.objects.using(get_settings().database).filter(pk=batch_id)
+    label = labels.values_list("label", flat=True).first()
+    if label:
+        return gettext("batch #%(id)d (%(label)s)") % {"id": batch_id, "label": label}
+    return gettext("batch #%(id)d") % {"id": batch_id}
+
+
+class BatchFilter(admin.SimpleListFilter):
+    """Shown only while in use: a batch's page links to `?batch=<id>` (with a status)."""
+
+    title = _("batch")
+    parameter_name = "batch"
+
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
+        # A filter without choices is dropped by Django, and its parameter with it.
+        value = self.value()
+        if not value:
+            return []
+        # Filters are built more than once per page view: read the batch once per request.
+        cache = request.__dict__.setdefault("_sqlqueue_filter_choices", {})
+        if self.parameter_name not in cache:
+            cache[self.parameter_name] = batch_choice(value)
+        return [(value, cache[self.parameter_name])]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> QuerySet[Job]:
+        value = self.value()
+        if not value:
+            return queryset
+        batch_id = batch_id_of(value)
+        return queryset.filter(batch_id=batch_id) if batch_id is not None else queryset.none()
 
 
 class StuckFilter(admin.SimpleListFilter):

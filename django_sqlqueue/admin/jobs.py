@@ -25,6 +25,7 @@ from .changelist import ERROR_PREVIEW, JobChangeList
 from .counting import JobPaginator
 from .dashboard import dashboard_view
 from .filters import (
+    BatchFilter,
     IdempotencyKeyFilter,
     NameFilter,
     QueueFilter,
@@ -35,6 +36,7 @@ from .job_actions import JobActionsMixin
 from .job_detail import JobDetailMixin, job_url
 from .purge_old import PurgeOldMixin
 from .query_guard import QueryGuardMixin
+from .read_only import ReadOnlyAdminMixin
 from .search import HELP_TEXT as SEARCH_HELP_TEXT
 from .search import search_q
 from .template_names import includes, template_names
@@ -55,7 +57,14 @@ def date_filters() -> list[tuple[str, Any]]:
     return [(field, admin.DateFieldListFilter) for field, _ in DATE_FIELDS]
 
 
-class JobAdmin(QueryGuardMixin, JobActionsMixin, PurgeOldMixin, JobDetailMixin, admin.ModelAdmin):
+class JobAdmin(
+    ReadOnlyAdminMixin,
+    QueryGuardMixin,
+    JobActionsMixin,
+    PurgeOldMixin,
+    JobDetailMixin,
+    admin.ModelAdmin,
+):
     # Six columns that fit beside the filters on a 1280 px screen: the queue and priority
     # under the name, the attempts beside the status, when it is due under when it was
     # created, how long it took under when it finished, and the error cut to one line.
@@ -84,17 +93,6 @@ class JobAdmin(QueryGuardMixin, JobActionsMixin, PurgeOldMixin, JobDetailMixin, 
     class Media:
         css = {"all": ("django_sqlqueue/admin.css",)}
 
-    # Read-only: jobs are made by enqueue() and changed by workers and the actions only.
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
-        return False
-
     def get_list_filter(self, request: HttpRequest) -> tuple[Any, ...]:
         return (
             ("status", admin.ChoicesFieldListFilter),
@@ -103,6 +101,7 @@ class JobAdmin(QueryGuardMixin, JobActionsMixin, PurgeOldMixin, JobDetailMixin, 
             StuckFilter,
             ScheduleFilter,
             *date_filters(),
+            BatchFilter,
             IdempotencyKeyFilter,
         )
 

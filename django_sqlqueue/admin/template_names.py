@@ -22,12 +22,13 @@ DEFAULTS = {
 }
 
 
-def template_names(opts: Any, name: str) -> list[str]:
-    """`name` for the model `opts` describes, most specific first, then our default."""
+def template_names(opts: Any, name: str, default: str | None = None) -> list[str]:
+    """`name` for the model `opts` describes, most specific first, then our default (that of
+    DEFAULTS unless `default` names another)."""
     return [
         f"admin/{opts.app_label}/{opts.model_name}/{name}",
         f"admin/{opts.app_label}/{name}",
-        DEFAULTS[name],
+        default or DEFAULTS[name],
     ]
 
 

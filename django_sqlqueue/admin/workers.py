@@ -20,6 +20,7 @@ from ..queries import stale_before
 from ..states import Status
 from . import display
 from .query_guard import QueryGuardMixin
+from .read_only import ReadOnlyAdminMixin
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -52,7 +53,7 @@ def is_stale(worker: Worker, now: datetime | None = None) -> bool:
     return worker.last_seen_at < stale_before(now)
 
 
-class WorkerAdmin(QueryGuardMixin, admin.ModelAdmin):
+class WorkerAdmin(ReadOnlyAdminMixin, QueryGuardMixin, admin.ModelAdmin):
     # The host's PID under its name, times in short form: fits beside the filters at 1280 px.
     list_display = (
         "id",
@@ -81,15 +82,6 @@ class WorkerAdmin(QueryGuardMixin, admin.ModelAdmin):
 
     class Media:
         css = {"all": ("django_sqlqueue/admin.css",)}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Worker | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Worker | None = None) -> bool:
-        return False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Worker]:
         """With how many running jobs each worker holds (a worker with slots runs many)."""
