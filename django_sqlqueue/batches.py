@@ -73,9 +73,10 @@ class Batch:
         alias = self.alias
         with transaction.atomic(using=alias):
             self.close()
-            JobBatch.objects.using(alias).filter(id=self.id, cancelled_at__isnull=True).update(
-                cancelled_at=timezone.now()
-            )
+            # A batch that has finished is past cancelling: it keeps no cancelled mark.
+            JobBatch.objects.using(alias).filter(
+                id=self.id, cancelled_at__isnull=True, finished_at__isnull=True
+            ).update(cancelled_at=timezone.now())
             unfinished = self.jobs().exclude(status__in=[s.value for s in FINISHED])
             ids = list(unfinished.order_by("id").values_list("id", flat=True))
             changed = 0

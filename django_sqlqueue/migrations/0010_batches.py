@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="JobBatch",
             fields=[
-                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("id", models.BigAutoField(primary_key=True, serialize=False, verbose_name="ID")),
                 ("label", models.CharField(blank=True, max_length=200, verbose_name="label")),
                 (
                     "created_at",

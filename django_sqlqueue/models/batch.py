@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -18,7 +19,7 @@ class JobBatch(models.Model):
     callback is stored exactly once), and cancelled if someone cancels the batch.
     """
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField(_("ID"), primary_key=True)
     label = models.CharField(_("label"), max_length=200, blank=True)
     created_at = models.DateTimeField(_("created"), default=timezone.now)
     #: Set when no member may be added any more: the end of a `with batch(...)` block, or
@@ -65,7 +66,8 @@ class JobBatch(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"batch #{self.pk}" + (f" ({self.label})" if self.label else "")
+        name = gettext("batch #%(id)s") % {"id": self.pk}
+        return f"{name} ({self.label})" if self.label else name
 
     @property
     def state(self) -> str:
