@@ -271,3 +271,37 @@ def test_runworkers_skip_checks_starts_despite_a_failing_check(
         assert child.returncode == 1
         assert "SystemCheckError" in err and "django_sqlqueue.E021" in err
         assert "ran" not in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("purgejobs", "--days", "0"),
+        ("purgejobs", "--days", "0", "--dry-run"),
+        ("queues", "pause", "quiet-queue"),
+        ("queues", "resume", "quiet-queue"),
+        ("jobhealth",),
+    ],
+    ids=" ".join,
+)
+def test_commands_run_from_cron_are_silent_at_verbosity_0(make_job: Any, args: tuple[str]) -> None:
+    """`-v 0` prints nothing (a line on stdout from cron becomes a mail); `-v 1` reports."""
+    from django_sqlqueue.models import Worker
+
+    make_job(status=Status.COMPLETED, finished_at=days_ago(1))
+    Worker.objects.create(id="w-quiet", hostname="here", pid=1)  # jobhealth: one live worker
+
+    def output(verbosity: int) -> str:
+        out = io.StringIO()
+        call_command(*args, verbosity=verbosity, stdout=out)
+        return out.getvalue()
+
+    assert output(0) == ""
+    assert output(1) != ""
+
+
+def test_schedules_sync_reports_only_above_verbosity_0() -> None:
+    out = io.StringIO()
+    call_command("schedules", "--sync", verbosity=0, stdout=out)
+    assert "Sync:" not in out.getvalue()
+    assert "Sync:" in run("schedules", "--sync")

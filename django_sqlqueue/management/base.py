@@ -83,7 +83,23 @@ def require_tables(alias: str) -> None:
         raise tables_missing_error(alias, missing)
 
 
-class QueueCommand(BaseCommand):
+class ReportingCommand(BaseCommand):
+    """A command whose report of what it did is silent at `-v 0`, as Django's own commands
+    are: run from cron, a line on stdout becomes a mail. Errors still go to stderr."""
+
+    verbosity = 1
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        self.verbosity = int(options.get("verbosity", 1))
+        return super().execute(*args, **options)
+
+    def report(self, text: str) -> None:
+        """Say what the command did, unless told to be quiet (`-v 0`)."""
+        if self.verbosity > 0:
+            self.stdout.write(text)
+
+
+class QueueCommand(ReportingCommand):
     """A command that reads or writes the job tables: they are looked for first (one
     catalogue query), so that a project that has not run `migrate` is told to."""
 

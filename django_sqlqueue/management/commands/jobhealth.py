@@ -6,14 +6,20 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.db import DatabaseError, connections
 
 from ...conf import get_settings
 from ...metrics.state import oldest_waiting
 from ...models import Worker
 from ...queries import stale_before
-from ..base import MAX_SECONDS, bounded_float, missing_tables, tables_missing_error
+from ..base import (
+    MAX_SECONDS,
+    ReportingCommand,
+    bounded_float,
+    missing_tables,
+    tables_missing_error,
+)
 
 #: Exit statuses, one per reason (documented in docs/commands.md).
 NO_WORKER = 1
@@ -21,7 +27,7 @@ DATABASE_DOWN = 2
 BACKLOG_TOO_OLD = 3
 
 
-class Command(BaseCommand):
+class Command(ReportingCommand):
     help = (
         "Exit 0 if the database answers, a live worker takes the queue's jobs and no due job "
         "has waited too long; otherwise exit non-zero with the reason."
@@ -45,7 +51,7 @@ class Command(BaseCommand):
         if code:
             self.stderr.write(f"unhealthy: {line}")
             sys.exit(code)
-        self.stdout.write(f"healthy: {line}")
+        self.report(f"healthy: {line}")
 
     def verdict(self, queue: str | None, max_age: float | None) -> tuple[int, str]:
         alias = get_settings().database

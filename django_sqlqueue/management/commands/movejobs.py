@@ -73,12 +73,12 @@ class Command(QueueCommand):
         )
         ids = "new ids" if options["renumber"] else "ids kept"
         verb = "Would move" if options["dry_run"] else "Moved"
-        self.stdout.write(
+        self.report(
             f"{verb} {report.total} jobs from {source!r} to {destination!r}"
             f"{f' ({counts})' if counts else ''}, {ids}."
         )
         if report.already_moved:
-            self.stdout.write(
+            self.report(
                 f"{report.already_moved} jobs had been copied by an earlier run; removed from "
                 f"{source!r}."
             )

@@ -52,13 +52,13 @@ class Command(QueueCommand):
         if options["queue"]:
             scope += f" in queue {options['queue']!r}"
         if options["dry_run"]:
-            self.stdout.write(f"Would delete {queryset.count()} {scope}.")
+            self.report(f"Would delete {queryset.count()} {scope}.")
             return
         deleted = purge(queryset, batch_size=options["batch_size"])
-        self.stdout.write(f"Deleted {deleted} {scope}.")
+        self.report(f"Deleted {deleted} {scope}.")
         keys = prune_keys(get_settings().database, cutoff)
         if keys:
-            self.stdout.write(f"Deleted {keys} flow-control key rows unused since the cutoff.")
+            self.report(f"Deleted {keys} flow-control key rows unused since the cutoff.")
         batches = purge_batches(cutoff)
         if batches:
-            self.stdout.write(f"Deleted {batches} finished batches with no job left.")
+            self.report(f"Deleted {batches} finished batches with no job left.")

@@ -40,12 +40,12 @@ class Command(QueueCommand):
             try:
                 if action == "pause":
                     changed = pause_queue(name, by=_user(), reason=options["reason"], using=alias)
-                    self.stdout.write(
+                    self.report(
                         f"Paused queue {name!r}." if changed else f"Queue {name!r} was paused."
                     )
                 else:
                     changed = resume_queue(name, using=alias)
-                    self.stdout.write(
+                    self.report(
                         f"Resumed queue {name!r}." if changed else f"Queue {name!r} was not paused."
                     )
             except ValueError as exc:  # InvalidJobError too: a bad name, a reason too long

@@ -77,7 +77,7 @@ class Command(QueueCommand):
                 self.stderr.write(f"{problem.message} ({problem.id}) Not synced.")
             report = sync(declared, alias)
             if not options["json"]:
-                self.stdout.write(f"Sync: {report}")
+                self.report(f"Sync: {report}")
         rows = schedule_rows(alias)
         if options["json"]:
             self.stdout.write(json.dumps({"schedules": rows}, default=str))
