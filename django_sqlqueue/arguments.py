@@ -10,6 +10,7 @@ and word its message, or for calls that mix the two.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import inspect
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -105,20 +106,46 @@ class CallShape:
             return False
         return True
 
+    def unexpected_keyword(self, kwargs: Mapping[str, Any]) -> str | None:
+        """A keyword the function has no parameter for, named first (with the closest name
+        it has): `too="x"` is a typo of `to`, not a missing `to`. None if every keyword is
+        known, or the function takes **kwargs."""
+        params = self.signature.parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return None
+        names = [
+            p.name
+            for p in params
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        ]
+        for keyword in kwargs:
+            if keyword not in names:
+                guess = _closest(keyword, names)
+                hint = f" (did you mean {guess!r}?)" if guess else ""
+                return f"got an unexpected keyword argument {keyword!r}{hint}"
+        return None
+
     def check(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         """Raise InvalidJobError, naming the problem and the signature, unless accepted."""
         if self.accepts(args, kwargs):
             return
-        try:
-            self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            problem = str(exc)
-        else:  # pragma: no cover - accepts() asks bind itself before refusing
-            return
+        problem = self.unexpected_keyword(kwargs)
+        if problem is None:
+            try:
+                self.signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                problem = str(exc)
+            else:  # pragma: no cover - accepts() asks bind itself before refusing
+                return
         raise self.error(
             f"{self.what} {self.name!r} cannot take these arguments: {problem}. Its function "
             f"is {self.where}{self.signature}; nothing was stored."
         )
+
+
+def _closest(name: str, candidates: Sequence[str]) -> str | None:
+    matches = difflib.get_close_matches(name, candidates, n=1)
+    return matches[0] if matches else None
 
 
 def call_shape(

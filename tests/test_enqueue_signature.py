@@ -50,6 +50,14 @@ class TestJobArguments:
         assert "unexpected keyword argument 'c'" in message
         assert "tests.testapp.jobs.add(a, b)" in message
 
+    def test_a_typo_is_named_as_unexpected_with_the_closest_name(self, refused: Any) -> None:
+        """`label_="x"` is a typo of `label`, not a missing argument (Python names the
+        unexpected keyword first too)."""
+        message = refused(lambda: add.enqueue(a=1, bb=2))
+        assert "unexpected keyword argument 'bb' (did you mean 'b'?)" in message
+        assert "missing" not in message
+        assert "did you mean" not in refused(lambda: add.enqueue(a=1, zzz=2))
+
     def test_a_missing_argument_is_named(self, refused: Any) -> None:
         message = refused(lambda: add.enqueue(1))
         assert "missing a required argument: 'b'" in message
