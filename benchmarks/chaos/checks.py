@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from .batches import CHECKS as BATCH_CHECKS
 from .effects import (
     atomic_executions_killed,
     atomic_jobs,
@@ -427,6 +428,7 @@ CHECKS: tuple[Callable[[Facts], Check], ...] = (
     check_reclaim,
     check_producer_errors,
     *WORKFLOW_CHECKS,
+    *BATCH_CHECKS,
 )
 
 

@@ -36,6 +36,8 @@ class JobRow:
     lease_owner: str = ""
     #: When it reached its terminal state (time.time() scale), if it did.
     finished_at: float | None = None
+    #: The batch it is a member of (`with batch(...)`), if any.
+    batch_id: int | None = None
 
     @property
     def token(self) -> str:
@@ -82,6 +84,10 @@ class Evidence:
     dependencies: list[list[Any]] = field(default_factory=list)
     #: When the job table was read (0: a run from before it was noted).
     collected: float = 0.0
+    #: The batches (the JobBatch table), one dict each: id, closed_at and finished_at
+    #: (time.time() scale, None if not yet), callback_job_id, and callback_result: what its
+    #: callback's handler returned (what `context.batch` said of the batch), if it completed.
+    batches: list[dict[str, Any]] = field(default_factory=list)
 
 
 def timestamp(iso: str | None) -> float | None:
@@ -108,6 +114,7 @@ def load_database() -> tuple[list[JobRow], list[ExecutionRow], set[str], int | N
             key=job.idempotency_key,
             lease_owner=job.lease_owner,
             finished_at=job.finished_at.timestamp() if job.finished_at else None,
+            batch_id=job.batch_id,
         )
         for job in Job.objects.order_by("id").iterator()
     ]
@@ -143,6 +150,32 @@ def load_dependencies() -> list[list[Any]]:
         "job_id", "depends_on_id", "run_on_failure"
     )
     return [[job_id, depends_on, bool(run)] for job_id, depends_on, run in rows.iterator()]
+
+
+def load_batches() -> list[dict[str, Any]]:
+    """Every row of the JobBatch table, with what its callback's handler returned."""
+    from django_sqlqueue.models import Job, JobBatch
+
+    def seconds(moment: datetime | None) -> float | None:
+        return moment.timestamp() if moment else None
+
+    callbacks = Job.objects.filter(
+        id__in=JobBatch.objects.filter(callback_job__isnull=False).values("callback_job_id")
+    )
+    results = dict(callbacks.values_list("id", "result"))
+    rows = JobBatch.objects.order_by("id").values_list(
+        "id", "closed_at", "finished_at", "callback_job_id"
+    )
+    return [
+        {
+            "id": batch_id,
+            "closed_at": seconds(closed),
+            "finished_at": seconds(finished),
+            "callback_job_id": callback,
+            "callback_result": results.get(callback),
+        }
+        for batch_id, closed, finished, callback in rows.iterator()
+    ]
 
 
 def save_evidence(ev: Evidence, path: Path) -> None:

@@ -8,7 +8,8 @@ The timeline of a run of S seconds, cut into cycles of about two minutes:
   later; at 50%: SIGTERM of supervisor B and a new B at once; at 75% (PostgreSQL, MariaDB):
   a database fault — every connection to the chaos database cut twice a second apart, or,
   with --restart-db, a restart of the server; on SQLite, the write lock held for 3 s;
-- then the drain: supervisors keep working until every job is finished, and stop on SIGTERM.
+- then the drain: supervisors keep working until every job is finished and every batch has
+  stored its callback, and stop on SIGTERM.
 
 With --concurrency C > 1 every supervisor runs `runworkers --concurrency C`, the producers add
 io jobs (mix.py: IO_SHARE of the jobs wait about long enough to keep half the slots busy), and
@@ -34,6 +35,7 @@ from . import aim, config, dbadmin, ledger, mix
 from .evidence import (
     Evidence,
     count_log_patterns,
+    load_batches,
     load_database,
     load_dependencies,
     load_units,
@@ -325,6 +327,20 @@ class Harness:
             connection.close()
             return None
 
+    def unfinished_batches(self) -> int | None:
+        """Closed batches not finished yet: their callbacks are still to be stored."""
+        from django.db import DatabaseError, connection
+
+        from django_sqlqueue.models import JobBatch
+
+        try:
+            return JobBatch.objects.filter(
+                closed_at__isnull=False, finished_at__isnull=True
+            ).count()
+        except DatabaseError:
+            connection.close()
+            return None
+
     # The run -------------------------------------------------------------------------------
 
     def chaos(self, start: float, until: float) -> None:
@@ -370,7 +386,9 @@ class Harness:
         deadline = started + self.options.drain_timeout
         while time.monotonic() < deadline:
             self.watch_supervisors()
-            if self.unfinished_jobs() == 0:
+            # Batches first: once none is left to finish, no callback can be stored after
+            # the count of jobs that follows (the producers are done).
+            if self.unfinished_batches() == 0 and self.unfinished_jobs() == 0:
                 return True, time.monotonic() - started
             time.sleep(0.5)
         return False, time.monotonic() - started
@@ -411,6 +429,7 @@ class Harness:
         collected = time.time()
         jobs, executions, orders, counter = load_database()
         dependencies = load_dependencies()
+        batches = load_batches()
         connections.close_all()
         logs = [s.log for s in self.fleet.supervisors]
         logs += [self.run_dir / f"producer-{i}.log" for i in range(options.producers)]
@@ -432,6 +451,7 @@ class Harness:
             concurrency=options.concurrency,
             dependencies=dependencies,
             collected=collected,
+            batches=batches,
         )
         save_evidence(evidence, self.run_dir / "evidence.json")
         (self.run_dir / "options.json").write_text(json.dumps(asdict(options), indent=1))

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 
 from . import checks
+from .batches import CHECKS as BATCH_CHECKS
 from .effects import check_atomic_counter
 from .evidence import Evidence, timestamp
 from .facts import RECORDED, TAKEN_AWAY, TROUBLE_EVENTS, Check, Facts, examples
@@ -203,6 +204,7 @@ def run_misbehave_checks(
         checks.check_idempotency,
         checks.check_producer_errors,
         *WORKFLOW_CHECKS,
+        *BATCH_CHECKS,
     )
     results = [check(facts) for check in every]
     results.insert(8, checks.check_history(normal))

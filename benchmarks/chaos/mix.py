@@ -110,6 +110,25 @@ def plan_workflow(
     return shape, steps
 
 
+#: Batches (docs/workflows.md): a producer's batch unit stores BATCH_SIZE jobs of the kinds of
+#: the workflows (doomed ones end dead, atomic ones hold their transaction) inside `with
+#: batch(on_complete=...)`, whose callback, a fast job of its own handler (BATCH_CALLBACK),
+#: is stored once every member has finished. In BATCH_MANY_SHARE of the batches the fast
+#: members are stored by one `enqueue_many`.
+BATCH_SIZE = (3, 12)
+BATCH_CALLBACK = "chaos.batch_done"
+BATCH_MANY_SHARE = 0.5
+
+
+def plan_batch(rng: random.Random, lease: float, token: Callable[[], str]) -> list[Planned]:
+    """A batch's members."""
+    members = []
+    for _ in range(rng.randint(*BATCH_SIZE)):
+        name = rng.choices(list(WORKFLOW_KINDS), weights=list(WORKFLOW_KINDS.values()))[0]
+        members.append(Planned(name, token(), params_for(KINDS[name], rng, lease)))
+    return members
+
+
 def io_seconds(slots: int, jobs_per_second: float) -> tuple[float, float]:
     """The range of an io job's wait, for `slots` slots in all (supervisors x workers x C) and
     producers enqueueing `jobs_per_second`: by Little's law, IO_SHARE of the jobs waiting a

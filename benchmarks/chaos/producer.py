@@ -20,12 +20,24 @@ from typing import IO, Any
 #: jobs, a backlog for a moment, which workers claim in batches (and a kill then finds a
 #: worker holding several jobs), and workflows: a chain or a diamond of jobs that wait for
 #: each other (mix.py, plan_workflow), stored in one transaction, WORKFLOW_ROLLBACK of them
-#: rolled back on purpose (jobs and dependencies with them).
+#: rolled back on purpose (jobs and dependencies with them), and batches: a few jobs stored in
+#: a `with batch(on_complete=...)` block (mix.py, plan_batch), BATCH_ROLLBACK of them rolled
+#: back on purpose (the batch and its jobs with them). A batch's record names its callback's
+#: token in an entry of its "jobs" marked "callback" (the queue stores that job, once every
+#: member has finished), and the batch's id.
 AUTOCOMMIT, COMMIT, ROLLBACK, BURST = "autocommit", "commit", "rollback", "burst"
-WORKFLOW = "workflow"
-UNIT_WEIGHTS = {AUTOCOMMIT: 0.48, COMMIT: 0.29, ROLLBACK: 0.19, BURST: 0.04, WORKFLOW: 0.06}
+WORKFLOW, BATCH = "workflow", "batch"
+UNIT_WEIGHTS = {
+    AUTOCOMMIT: 0.48,
+    COMMIT: 0.29,
+    ROLLBACK: 0.19,
+    BURST: 0.04,
+    WORKFLOW: 0.06,
+    BATCH: 0.05,
+}
 BURST_SIZE = (40, 80)
 WORKFLOW_ROLLBACK = 0.15
+BATCH_ROLLBACK = 0.15
 
 
 class RollBack(Exception):
@@ -154,12 +166,38 @@ class Producer:
             for step, job in zip(steps, jobs, strict=True)
         ]
 
+    def enqueue_batch(self, members: list[Any], many: bool) -> list[dict[str, Any]]:
+        """A batch's members, inside its block: one by one, or (`many`) the fast ones by one
+        `enqueue_many` and the others one by one."""
+        bulk = [item for item in members if many and item.kind == "fast"]
+        records = self.enqueue_burst(bulk) if bulk else []
+        return records + [self.enqueue(item) for item in members if item not in bulk]
+
+    def store_batch(
+        self, record: dict[str, Any], members: list[Any], many: bool, rollback: bool
+    ) -> None:
+        """The batch's block: its row, its members, its callback (the record's entry marked
+        "callback") to store once every member has finished; all rolled back by `rollback`."""
+        from django_sqlqueue import batch, registry
+
+        from .mix import BATCH_CALLBACK
+
+        [callback] = [item for item in record["jobs"] if item.get("callback")]
+        on_complete = registry.get(BATCH_CALLBACK).prepare(
+            token=callback["token"], kind=callback["kind"]
+        )
+        with batch(on_complete=on_complete) as stored:
+            record["batch"] = stored.id
+            record["jobs"] += self.enqueue_batch(members, many)
+            if rollback:
+                raise RollBack()
+
     def unit(self) -> dict[str, Any]:
         """One unit of work; returns its log record."""
         from django.db import transaction
 
         from .app.models import Order
-        from .mix import Planned, plan_workflow
+        from .mix import BATCH_MANY_SHARE, Planned, plan_batch, plan_workflow
 
         if self.rotation is not None:
             mode, planned = AUTOCOMMIT, self.plan_misbehaving()
@@ -168,6 +206,7 @@ class Producer:
             planned = self.plan()
         rollback = mode == ROLLBACK
         shape = ""
+        many = False
         if mode == AUTOCOMMIT:
             planned = planned[:1]
         elif mode == BURST:
@@ -177,9 +216,15 @@ class Producer:
         elif mode == WORKFLOW:
             shape, planned = plan_workflow(self.rng, self.lease, lambda: self.token("w"))
             rollback = self.rng.random() < WORKFLOW_ROLLBACK
+        elif mode == BATCH:
+            planned = plan_batch(self.rng, self.lease, lambda: self.token("b"))
+            rollback = self.rng.random() < BATCH_ROLLBACK
+            many = self.rng.random() < BATCH_MANY_SHARE
         record: dict[str, Any] = {"tx": self.token("t"), "mode": mode, "jobs": []}
         if shape:
             record["shape"] = shape
+        if mode == BATCH:
+            record["jobs"].append({**asdict(Planned("fast", self.token("c"))), "callback": True})
         started = time.time()
         try:
             if mode == AUTOCOMMIT:
@@ -191,6 +236,8 @@ class Producer:
                     record["jobs"] += self.enqueue_workflow(shape, planned)
                     if rollback:
                         raise RollBack()
+            elif mode == BATCH:
+                self.store_batch(record, planned, many, rollback)
             else:
                 with transaction.atomic():
                     Order.objects.create(tx=record["tx"])

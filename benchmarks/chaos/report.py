@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .batches import batch_figures
 from .checks import Check, Facts, double_executions, reclaim_latencies
 from .effects import atomic_jobs, kill_budget, kill_figures, reruns
 from .evidence import Evidence
@@ -74,6 +75,7 @@ def figures(ev: Evidence) -> dict[str, Any]:
         "atomic_completed": atomic_completed,
         "atomic_counter": ev.counter,
         **workflow_figures(facts),
+        **batch_figures(facts),
         "reclaim_max_seconds": {k: round(max(v), 2) for k, v in latencies.items()},
         "reclaim_samples": {k: len(v) for k, v in latencies.items()},
         "handed_back_unstarted": unstarted,
@@ -109,6 +111,11 @@ def print_report(
         f"workflows: {numbers['workflows']} committed, {numbers['workflow_jobs']} jobs, "
         f"{numbers['workflow_jobs_ran']} ran, {numbers['workflow_completed']} completed, "
         f"{numbers['workflow_cancelled']} cancelled after a dependency failed"
+    )
+    say(
+        f"batches: {numbers['batches']} committed ({numbers['batch_jobs']} jobs), "
+        f"{numbers['batches_rolled_back']} rolled back; {numbers['batch_callbacks']} callbacks "
+        f"stored, {numbers['batch_callbacks_ran']} ran"
     )
     say(
         f"kills: {numbers['kills']} ({numbers['processes_killed']} worker processes, "

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..chaos import batches, effects, workflows
 from ..chaos import checks as chaos
-from ..chaos import effects, workflows
 from ..chaos.checks import reclaim_latencies
 from ..chaos.evidence import Evidence, ExecutionRow, timestamp
 from ..chaos.facts import RECORDED, Check, Facts, reclaim_bound, unrecorded_executions
@@ -237,6 +237,8 @@ SHARED: tuple[Callable[[Facts], Check], ...] = (
     chaos.check_producer_errors,
     # Workflows: dependents after dependencies, none left waiting, failures cancel.
     *workflows.CHECKS,
+    # Batches: callbacks stored exactly once, after every member, none left unfinished.
+    *batches.CHECKS,
 )
 
 

@@ -94,7 +94,7 @@ def test_a_process_killed_with_three_jobs_in_flight_may_rerun_each_once() -> Non
         "most_in_flight_at_a_kill": 3,
     }
     results = {c.name: c for c in run_checks(ev, grace=2, interrupt_grace=5)}
-    assert len(results) == 22
+    assert len(results) == 25
     assert all(c.passed for c in results.values()), [
         (c.name, c.examples) for c in results.values() if not c.passed
     ]

@@ -132,7 +132,7 @@ def verdicts(evidence: Evidence) -> dict[str, Any]:
 
 def test_a_consistent_misbehave_run_passes_every_check() -> None:
     results = verdicts(consistent_run())
-    assert len(results) == 24
+    assert len(results) == 27
     assert not [c for c in results.values() if not c.passed], [
         (c.name, c.detail, c.examples) for c in results.values() if not c.passed
     ]

@@ -204,7 +204,7 @@ def failed(evidence: Evidence) -> set[str]:
 
 def test_a_consistent_run_passes_every_check() -> None:
     results = verdicts(consistent_run())
-    assert len(results) == 22
+    assert len(results) == 25
     assert not [c for c in results.values() if not c.passed], [
         (c.name, c.detail, c.examples) for c in results.values() if not c.passed
     ]

@@ -31,7 +31,7 @@ from django_sqlqueue.context import JobContext
 
 from .. import ledger
 from ..misbehave import MISBEHAVING
-from ..mix import HANG_SECONDS, KINDS, expected_outcome
+from ..mix import BATCH_CALLBACK, HANG_SECONDS, KINDS, expected_outcome
 from .models import ATOMIC_COUNTER, Counter, Execution
 
 T = TypeVar("T")
@@ -89,6 +89,28 @@ def _fail(context: JobContext) -> None:
 @job("chaos.fast", takes_context=True, max_attempts=KINDS["fast"].max_attempts)
 def fast(context: JobContext, token: str, kind: str = "fast") -> None:
     _run(context, token, kind, lambda: None)
+
+
+@job(BATCH_CALLBACK, takes_context=True, max_attempts=KINDS["fast"].max_attempts)
+def batch_done(context: JobContext, token: str, kind: str = "fast") -> dict[str, Any] | None:
+    """A batch's callback: a fast job that returns what `context.batch` says of its batch
+    (the checks compare it with its members' ends). The read retries through an outage, as
+    the bookkeeping does: a fast job does not fail."""
+
+    def body() -> dict[str, Any] | None:
+        seen = _write(lambda: context.batch)
+        if seen is None:
+            return None
+        return {
+            "id": seen.id,
+            "total": seen.total,
+            "completed": seen.completed,
+            "dead": seen.dead,
+            "cancelled": seen.cancelled,
+            "state": seen.state,
+        }
+
+    return _run(context, token, kind, body)
 
 
 @job("chaos.slow", takes_context=True, max_attempts=KINDS["slow"].max_attempts)
