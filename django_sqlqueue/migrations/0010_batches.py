@@ -3,6 +3,7 @@ status that answers "anything left?"."""
 
 import django.db.models.deletion
 import django.utils.timezone
+import django_sqlqueue.models
 from django.db import migrations, models
 
 
@@ -78,7 +79,12 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="job",
-            index=models.Index(fields=["batch", "status"], name="sqlqueue_batch_members"),
+            index=django_sqlqueue.models.PartialIndex(
+                condition=models.Q(("batch__isnull", False)),
+                fallback=(),
+                fields=["batch", "status"],
+                name="sqlqueue_batch_members",
+            ),
         ),
         migrations.AddIndex(
             model_name="jobbatch",

@@ -248,8 +248,14 @@ class Job(models.Model):
             models.Index(fields=["name", "-id"], name="sqlqueue_name"),
             # The admin's status filter, newest first.
             models.Index(fields=["status", "-id"], name="sqlqueue_status_id"),
-            # A batch's "anything left?" and its members by status.
-            models.Index(fields=["batch", "status"], name="sqlqueue_batch_members"),
+            # A batch's "anything left?" and its members by status. Partial: a job in no
+            # batch never writes it (MySQL and MariaDB keep every row in it).
+            PartialIndex(
+                fields=["batch", "status"],
+                condition=models.Q(batch__isnull=False),
+                fallback=(),
+                name="sqlqueue_batch_members",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -263,3 +263,25 @@ def test_batch_is_public_api():
     with batch() as b:
         pass
     assert isinstance(b.progress(), BatchProgress)
+
+
+def test_anything_left_reads_the_partial_index_of_batch_members(alias, vendor):
+    """A batch's "anything left?" is served by sqlqueue_batch_members, which holds only jobs
+    in a batch (partial where the database has partial indexes): jobs in no batch never
+    write it."""
+    from django.db import connections
+
+    from django_sqlqueue.databases.batches import UNFINISHED_VALUES
+
+    if vendor == "mysql":
+        pytest.skip("MariaDB has no partial indexes: the index is a plain (batch, status) one")
+    with batch() as b:
+        record.enqueue(label="m")
+    noop.enqueue_many([{} for _ in range(50)])
+    probe = Job.objects.filter(batch_id=b.id, status__in=UNFINISHED_VALUES)
+    with transaction.atomic():
+        if vendor == "postgresql":
+            with connections[alias].cursor() as cursor:
+                cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = probe.explain()
+    assert "sqlqueue_batch_members" in plan
