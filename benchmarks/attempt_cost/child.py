@@ -119,7 +119,7 @@ def leave_out_of_package(without: set[str]) -> None:
 def leave_out_of_worker(worker: Any, without: set[str]) -> None:
     if "watch" in without:
         for name in ("begin", "end", "batch_started", "batch_finished"):
-            setattr(worker.watch, name, lambda *args: None)
+            setattr(worker.watch, name, lambda *args, **kwargs: None)
     # The worker keeps one guard for all its attempts: a patch that came too late would
     # measure the full path under the name of a lighter one.
     if "leak_guard" in without and not isinstance(worker.attempts.guard, _NoLeakGuard):
