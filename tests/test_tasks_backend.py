@@ -435,6 +435,11 @@ class TestCheck:
             assert isinstance(messages[0], checks.Warning)
             assert "TASKS['default']['QUEUES'] does not include 'default'" in messages[0].msg
             assert "Add 'default' to QUEUES" in messages[0].hint
+            # The advice that works: left out, QUEUES accepts only "default" (Django's rule).
+            assert '"QUEUES": [] to accept any queue' in messages[0].hint
+            assert SQLQueueBackend(alias, {**params, "QUEUES": []}).queues == set()
+            left_out = {"BACKEND": params["BACKEND"]}
+            assert SQLQueueBackend(alias, left_out).queues == {"default"}
 
     def test_app_must_be_installed(self) -> None:
         apps_without = [app for app in settings.INSTALLED_APPS if app != "django_sqlqueue"]

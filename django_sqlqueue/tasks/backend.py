@@ -274,7 +274,10 @@ class SQLQueueBackend(BaseTaskBackend):
                 f"{where}['QUEUES'] does not include {DEFAULT_QUEUE!r}: a task that names no "
                 "queue is refused when it is defined, so a library that defines its tasks on "
                 "the default queue fails when it is imported.",
-                hint=f"Add {DEFAULT_QUEUE!r} to QUEUES, or leave QUEUES out to accept any queue.",
+                hint=(
+                    f'Add {DEFAULT_QUEUE!r} to QUEUES, or write "QUEUES": [] to accept any '
+                    f"queue (left out, QUEUES accepts only {DEFAULT_QUEUE!r})."
+                ),
                 id="django_sqlqueue.W104",
             )
 
