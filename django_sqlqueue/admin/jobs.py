@@ -6,7 +6,7 @@ from functools import partial
 from typing import Any
 
 from django.apps import apps
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.options import ShowFacets
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -38,7 +38,7 @@ from .purge_old import PurgeOldMixin
 from .query_guard import QueryGuardMixin
 from .read_only import ReadOnlyAdminMixin
 from .search import HELP_TEXT as SEARCH_HELP_TEXT
-from .search import search_q
+from .search import MAX_TERM_LENGTH, search_q, too_long
 from .template_names import includes, template_names
 
 DATE_FIELDS = (
@@ -133,6 +133,16 @@ class JobAdmin(
         condition = search_q(search_term)
         if condition is None:
             return queryset, False
+        if too_long(search_term) and not getattr(request, "_sqlqueue_search_refused", False):
+            request._sqlqueue_search_refused = True  # type: ignore[attr-defined]
+            messages.warning(
+                request,
+                _(
+                    "A search is at most %(most)s characters long; this one had %(length)s, "
+                    "so it matched nothing."
+                )
+                % {"most": MAX_TERM_LENGTH, "length": len(search_term.strip())},
+            )
         return queryset.filter(condition), False
 
     def get_urls(self) -> list[URLPattern]:

@@ -16,6 +16,14 @@ HELP_TEXT = _(
     "narrow the list with filters first on a large table."
 )
 MAX_ID = 2**63 - 1
+#: Longest term searched: longer ones match nothing. SQLite refuses a LIKE pattern past 50,000
+#: bytes (this many characters stay under it, at 4 bytes each), and no name, key or argument
+#: text worth finding is longer.
+MAX_TERM_LENGTH = 10_000
+
+
+def too_long(term: str) -> bool:
+    return len(term.strip()) > MAX_TERM_LENGTH
 
 
 def search_q(term: str) -> Q | None:
@@ -23,6 +31,8 @@ def search_q(term: str) -> Q | None:
     term = term.strip()
     if not term:
         return None
+    if len(term) > MAX_TERM_LENGTH:
+        return Q(pk__in=[])
     if len(term) >= 2 and term[0] == term[-1] == '"':
         text = term[1:-1]
         return Q(args__icontains=text) | Q(kwargs__icontains=text) if text else None

@@ -443,3 +443,17 @@ def test_running_jobs_show_their_progress_in_the_list(viewer):
     content = viewer.get(changelist_url()).content.decode()
     assert 'value="75"' in content and "almost" in content
     assert content.count("sq-progress") == 1, running
+
+
+def test_a_search_too_long_to_run_matches_nothing_and_says_so(viewer):
+    """A 100,000-character term answered 500 on SQLite ("LIKE or GLOB pattern too complex");
+    past MAX_TERM_LENGTH it matches nothing, with a message, on every database."""
+    from django_sqlqueue.admin.search import MAX_TERM_LENGTH
+
+    job_in(args=["a" * 20])
+    response = get_list(viewer, q="a" * 100_000)
+    assert response.status_code == 200
+    assert listed_ids(response) == []
+    assert f"A search is at most {MAX_TERM_LENGTH} characters long" in response.content.decode()
+    longest = get_list(viewer, q="a" * MAX_TERM_LENGTH)
+    assert longest.status_code == 200 and listed_ids(longest) == []
