@@ -221,7 +221,7 @@ class Supervisor:
             "mode: %s, jobs: %s%s",
             os.getpid(),
             self.size,
-            (", ".join(self.options.queues) or "all")
+            self.served_queues()
             if len(self.plans) == 1
             else "; ".join(plan.describe() for plan in self.plans),
             self.conf.database,
@@ -232,6 +232,14 @@ class Supervisor:
             f"; {self.tasks_line}" if self.tasks_line else "",
         )
         self.check_connections()
+
+    def served_queues(self) -> str:
+        """The queues of a supervisor whose workers are all alike, as its banner says them."""
+        if self.options.queues:
+            return ", ".join(self.options.queues)
+        if self.options.excluded:
+            return "all but " + ", ".join(self.options.excluded)
+        return "all"
 
     def check_connections(self) -> None:
         """Say how many database connections this supervisor may open at worst, and warn

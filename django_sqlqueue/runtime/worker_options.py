@@ -15,6 +15,6 @@ class WorkerOptions:
     #: Jobs run at once by one worker process (runworkers --concurrency): above 1, in slot
     #: threads (runtime/slots.py).
     concurrency: int = 1
-    #: With no `queues`: the queues not to claim from, which other workers of the same
-    #: supervisor serve with slots of their own (runworkers --queues name:slots).
+    #: With no `queues`: the queues not to claim from (runworkers --exclude-queues), and those
+    #: other workers of the same supervisor serve with slots of their own (--queues name:N).
     excluded: Sequence[str] = ()

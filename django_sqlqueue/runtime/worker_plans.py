@@ -43,6 +43,7 @@ def plan_workers(
     own = dict(queue_slots or {})
     if options.queues:
         own = {queue: slots for queue, slots in own.items() if queue in options.queues}
+    own = {queue: slots for queue, slots in own.items() if queue not in options.excluded}
     if not own:
         return [WorkerPlan(options, workers)]
     plans = [
@@ -54,5 +55,6 @@ def plan_workers(
         if rest:
             plans.append(WorkerPlan(replace(options, queues=rest, excluded=()), workers))
     else:
-        plans.append(WorkerPlan(replace(options, queues=(), excluded=tuple(own)), workers))
+        left_out = (*options.excluded, *own)
+        plans.append(WorkerPlan(replace(options, queues=(), excluded=left_out), workers))
     return plans

@@ -59,6 +59,32 @@ def test_named_queues_without_slots_share_the_other_processes() -> None:
     assert shapes(plan_workers(1, only_own, {"webhooks": 20})) == [(("webhooks",), (), 20, 1)]
 
 
+def test_excluded_queues_are_left_out_of_every_plan() -> None:
+    """runworkers --exclude-queues reports: no process serves `reports`, not even one the
+    QUEUES setting gives slots of its own."""
+    options = WorkerOptions(excluded=("reports",), concurrency=2)
+    assert shapes(plan_workers(2, options)) == [((), ("reports",), 2, 2)]
+    plans = plan_workers(1, options, {"webhooks": 20, "reports": 5})
+    assert shapes(plans) == [
+        (("webhooks",), (), 20, 1),
+        ((), ("reports", "webhooks"), 2, 1),
+    ]
+    assert plans[-1].describe() == "1 x every queue but reports, webhooks (2 slots each)"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--queues", "mail", "--exclude-queues", "reports"), "do not combine"),
+        (("--exclude-queues", " , "), "empty queue list"),
+        (("--exclude-queues", "reports:2"), "take no slots"),
+    ],
+)
+def test_bad_excluded_queues_get_a_one_line_error(args: tuple[str, ...], message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        call_command("runworkers", *args, "--burst", "--skip-checks")
+
+
 def test_the_command_line_reads_queues_and_their_slots() -> None:
     assert _queues("mail, default") == [("mail", None), ("default", None)]
     assert _queues("webhooks:50,reports:1,mail") == [

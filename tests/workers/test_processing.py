@@ -280,3 +280,13 @@ def test_supervisor_analyses_the_job_table_after_a_burst(workers):
 
     assert "Analysed the job table: " in log
     assert Job.objects.filter(status=Status.COMPLETED).count() == 12_000
+
+
+def test_excluded_queues_are_left_alone(workers):
+    """runworkers --exclude-queues reports: every queue's jobs run but those of `reports`."""
+    left = record.using(queue="reports").enqueue(label="left")
+    ran = [record.using(queue=queue).enqueue(label=queue) for queue in ("default", "mail")]
+    log = workers.run("--burst", "-n", "1", "--exclude-queues", "reports", timeout=60)
+    assert Job.objects.get(pk=left.pk).status == Status.PENDING, log
+    assert {Job.objects.get(pk=job.pk).status for job in ran} == {Status.COMPLETED}
+    assert "queues: all but reports" in log

@@ -58,6 +58,16 @@ def _queues(value: str) -> list[tuple[str, int | None]]:
     return queues
 
 
+def _queue_names(value: str) -> list[str]:
+    """`reports,exports`: queue names (no slots)."""
+    names = list(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("empty queue list")
+    if any(":" in name for name in names):
+        raise argparse.ArgumentTypeError("queues left out take no slots (no ':N')")
+    return names
+
+
 class Command(BaseCommand):
     help = "Run a supervisor with N worker processes that claim and run jobs."
     # Checks run in handle(): some of Django's read database features, and a database that
@@ -80,6 +90,13 @@ class Command(BaseCommand):
             default=None,
             help="Comma-separated queues (default: all); queue:N gives a queue worker processes "
             "of its own with N slots each.",
+        )
+        parser.add_argument(
+            "--exclude-queues",
+            type=_queue_names,
+            default=None,
+            metavar="QUEUES",
+            help="Comma-separated queues not to serve: every other queue is (not with --queues).",
         )
         parser.add_argument(
             "--burst", action="store_true", help="Exit 0 once no job is ready to run."
@@ -157,6 +174,11 @@ class Command(BaseCommand):
             raise CommandError("--reload runs until stopped: drop --burst and --stop-after.")
         if options["reload"] and not reloadable():
             raise CommandError("--reload works from the command line: manage.py runworkers.")
+        if options["queues"] and options["exclude_queues"]:
+            raise CommandError(
+                "--queues and --exclude-queues do not combine: name the queues to serve, or "
+                "the queues to leave out."
+            )
         metrics_address = self.metrics_address(options)
         self.configure_logging(options["verbosity"])
         if not options.get("skip_checks"):
@@ -170,6 +192,7 @@ class Command(BaseCommand):
         self.check_tables(conf.database)
         self.report_database_checks(conf.database)
         named = options["queues"] or []
+        excluded = tuple(options["exclude_queues"] or ())
         # A queue's own slots: the command line's, else the QUEUES setting's (for the queues
         # served: worker_plans.py leaves out the others).
         queue_slots = {**conf.queues, **{name: n for name, n in named if n is not None}}
@@ -177,6 +200,7 @@ class Command(BaseCommand):
             options["workers"],
             WorkerOptions(
                 queues=tuple(dict.fromkeys(name for name, _ in named)),
+                excluded=excluded,
                 burst=options["burst"],
                 max_jobs=options["max_jobs"],
                 batch_size=options["batch_size"],
