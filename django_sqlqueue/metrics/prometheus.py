@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..outcomes import AttemptEnd
@@ -137,8 +137,12 @@ class StateCollector:
                 "Jobs per queue and status (a lower bound where sqlqueue_jobs_capped is 1).",
                 labels=["queue", "status"],
             )
-            for (queue, status), count in sorted(state.counts.items()):
-                jobs.add_metric([queue, status], count)
+            queues = known_queues(state.counts, state.oldest_wait)
+            for queue in queues:
+                for status in Status:
+                    jobs.add_metric(
+                        [queue, status.value], state.counts.get((queue, status.value), 0)
+                    )
             yield jobs
             capped = GaugeMetricFamily(
                 "sqlqueue_jobs_capped",
@@ -153,8 +157,8 @@ class StateCollector:
                 "Seconds the oldest job waiting to run has waited since its run_at, per queue.",
                 labels=["queue"],
             )
-            for queue, seconds in sorted(state.oldest_wait.items()):
-                oldest.add_metric([queue], seconds)
+            for queue in queues:
+                oldest.add_metric([queue], state.oldest_wait.get(queue, 0.0))
             yield oldest
             age = GaugeMetricFamily(
                 "sqlqueue_state_age_seconds", "Age of the reading the gauges above come from."
@@ -181,6 +185,22 @@ class StateCollector:
             slots.add_metric(["busy"], workers[SLOTS_BUSY])
             slots.add_metric(["free"], workers[SLOTS_FREE])
             yield slots
+
+
+#: Every queue this process has seen jobs of: a queue that empties reads 0 instead of
+#: vanishing, so alerts and graphs do not go to "no data".
+_seen_queues: set[str] = set()
+
+
+def known_queues(counts: Mapping[tuple[str, str], int], oldest: Mapping[str, float]) -> list[str]:
+    """The queues the gauges report: those with jobs now, those seen before by this process,
+    the default queue and those the QUEUES setting names."""
+    from ..conf import get_settings
+
+    conf = get_settings()
+    _seen_queues.update(queue for queue, _status in counts)
+    _seen_queues.update(oldest)
+    return sorted({*_seen_queues, conf.default_queue, *conf.queues})
 
 
 def render(collectors: list[Any], directory: str | None = None) -> tuple[bytes, str]:

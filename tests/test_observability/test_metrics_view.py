@@ -108,3 +108,21 @@ def test_counts_are_bounded():
 
 def test_post_is_refused(client):
     assert client.post(URL).status_code == 405
+
+
+@pytest.mark.django_db
+def test_a_queue_that_empties_reads_zero_instead_of_vanishing():
+    """Alerts on sqlqueue_jobs{status="pending"} or the oldest wait must not go to "no data"
+    when a queue empties: every status of every known queue is exported, 0 included."""
+    job = Job.objects.create(name="tests.noop", queue="emptied")
+    client = staff_client("viewer", "view_job")
+    found = values(client.get(URL).content.decode())
+    assert found[("sqlqueue_jobs", (("queue", "emptied"), ("status", "pending")))] == 1
+    assert found[("sqlqueue_jobs", (("queue", "emptied"), ("status", "waiting")))] == 0
+    job.delete()
+    views.forget_state()
+    found = values(client.get(URL).content.decode())
+    assert found[("sqlqueue_jobs", (("queue", "emptied"), ("status", "pending")))] == 0
+    assert found[("sqlqueue_oldest_pending_seconds", (("queue", "emptied"),))] == 0
+    # The default queue is always there, jobs or not.
+    assert found[("sqlqueue_jobs", (("queue", "default"), ("status", "pending")))] == 0
