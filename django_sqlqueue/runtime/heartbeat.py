@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from django.db import connections
@@ -17,6 +18,10 @@ from django.utils import timezone
 
 from ..models import Worker
 from .transitions import renew_leases
+
+#: Seconds between two writes of a worker's counters (jobs done, the current job) when they
+#: changed, between its heartbeats (a third of the lease: 20 s by default).
+COUNTERS_SECONDS = 2.0
 
 logger = logging.getLogger("django_sqlqueue")
 
@@ -80,6 +85,8 @@ class Heartbeat(threading.Thread):
         self.queues = queues
         self.parent_pid = os.getppid()
         self.stopped = threading.Event()
+        #: (jobs done, current job) as the worker's row last said them.
+        self.reported: tuple[int, int | None] = (0, None)
 
     def beat(self) -> None:
         # One instant for both writes, taken before either waits for a lock: every lease
@@ -90,15 +97,13 @@ class Heartbeat(threading.Thread):
             self.worker_id, self.held_jobs(), self.lease_seconds, alias=self.alias, now=now
         )
         self.on_renewed()
+        counters = (self.jobs_done(), self.current_job())
         seen = (
             Worker.objects.using(self.alias)
             .filter(id=self.worker_id)
-            .update(
-                last_seen_at=now,
-                current_job_id=self.current_job(),
-                jobs_done=self.jobs_done(),
-            )
+            .update(last_seen_at=now, jobs_done=counters[0], current_job_id=counters[1])
         )
+        self.reported = counters
         if not seen:
             # Housekeeping took this live worker for a dead one and removed its row (its
             # heartbeat starved for three leases: a handler held the GIL, or the process was
@@ -110,12 +115,34 @@ class Heartbeat(threading.Thread):
 
     def run(self) -> None:
         """Beat until stopped. Nothing ends this thread but stop(): a worker whose heartbeat
-        died would look alive to nobody and lose its leases while it runs its job."""
+        died would look alive to nobody and lose its leases while it runs its job. Between
+        two beats, the counters (`jobs_done`, the current job) are written when they changed,
+        every COUNTERS_SECONDS, so that `jobstatus --workers` and the admin are not a whole
+        heartbeat behind."""
+        next_beat = time.monotonic() + self.interval
         try:
-            while not self.stopped.wait(self.interval):
-                self.tick()
+            while not self.stopped.wait(min(COUNTERS_SECONDS, self.interval)):
+                if time.monotonic() >= next_beat:
+                    next_beat = time.monotonic() + self.interval
+                    self.tick()
+                else:
+                    self.report_counters()
         finally:
             close_quietly(self.alias)
+
+    def report_counters(self) -> None:
+        counters = (self.jobs_done(), self.current_job())
+        if counters == self.reported:
+            return
+        try:
+            Worker.objects.using(self.alias).filter(id=self.worker_id).update(
+                jobs_done=counters[0], current_job_id=counters[1]
+            )
+        except Exception as exc:
+            logger.debug("Worker %s: counters not written: %s", self.worker_id, exc)
+            close_quietly(self.alias)
+            return
+        self.reported = counters
 
     def tick(self) -> None:
         try:

@@ -43,3 +43,27 @@ def test_a_live_worker_whose_row_was_removed_registers_again(alias: str) -> None
     heartbeat(alias, "hb-worker", done=3).beat()
     row = Worker.objects.using(alias).get(id="hb-worker")
     assert (row.pid, row.queues) == (os.getpid(), "mail,default")
+
+
+def test_counters_are_written_between_beats_only_when_they_changed(alias: str) -> None:
+    """`jobstatus --workers` said "0 jobs done" for a heartbeat (20 s) after jobs ran: the
+    counters go to the row between beats, once they changed, and not again until they do."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    insert_worker_row("hb-worker", alias, ("mail", "default"))
+    done = [0]
+    beat = heartbeat(alias, "hb-worker")
+    beat.jobs_done = lambda: done[0]
+    beat.beat()
+    done[0] = 5
+    with CaptureQueriesContext(connections[alias]) as written:
+        beat.report_counters()
+        beat.report_counters()  # unchanged: nothing written
+    assert Worker.objects.using(alias).get(id="hb-worker").jobs_done == 5
+    assert len(written) == 1
+    updated_at = Worker.objects.using(alias).get(id="hb-worker").last_seen_at
+    done[0] = 6
+    beat.report_counters()
+    row = Worker.objects.using(alias).get(id="hb-worker")
+    assert row.jobs_done == 6 and row.last_seen_at == updated_at  # not a heartbeat

@@ -290,3 +290,19 @@ def test_excluded_queues_are_left_alone(workers):
     assert Job.objects.get(pk=left.pk).status == Status.PENDING, log
     assert {Job.objects.get(pk=job.pk).status for job in ran} == {Status.COMPLETED}
     assert "queues: all but reports" in log
+
+
+def test_a_workers_counters_are_seconds_behind_not_a_heartbeat(workers):
+    """The worker's row says how many jobs it ran a couple of seconds after it ran them (the
+    heartbeat, every 20 s by default, used to be the only writer)."""
+    from django_sqlqueue.models import Worker
+
+    # The default lease and heartbeat (the test settings beat every second).
+    slow_beat = {"SQLQUEUE_TEST_LEASE": "60", "SQLQUEUE_TEST_HEARTBEAT": "20"}
+    supervisor = workers.start("-n", "1", env=slow_beat)
+    wait_for(lambda: Worker.objects.exists(), timeout=60)
+    ran = [record.enqueue(label=f"counted-{n}") for n in range(3)]
+    wait_for(lambda: Job.objects.filter(pk__in=[j.pk for j in ran], status="completed").count()
+             == 3, timeout=60)  # fmt: skip
+    wait_for(lambda: Worker.objects.filter(jobs_done=3).exists(), timeout=10)
+    assert supervisor.poll() is None
