@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import types
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -473,3 +474,26 @@ class TestCheck:
         with override_settings(TASKS=bad), pytest.raises(ImproperlyConfigured, match="MAX_ATT"):
             task_backends["default"].enqueue(tasks.add, (1, 2), {})
         assert not Job.objects.using(alias).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_task_is_logged_with_its_exception(caplog: pytest.LogCaptureFixture) -> None:
+    """Django sends task_finished inside its `except` block, and its own receiver logs the
+    failure with sys.exc_info(): ours does the same, so the log line (and Sentry, log-based
+    alerts) carries the exception and its traceback, not an ERROR with nothing attached."""
+    import logging
+
+    from django_sqlqueue.testing import run_jobs
+
+    result = dataclasses.replace(tasks.plain_failure, max_attempts=1).enqueue()
+    with caplog.at_level(logging.INFO):
+        run_jobs()
+    [finished] = [
+        record
+        for record in caplog.records
+        if f"id={result.id} " in record.getMessage() and "state=FAILED" in record.getMessage()
+    ]
+    assert finished.levelno == logging.ERROR
+    assert finished.exc_info is not None and finished.exc_info[0] is ValueError
+    assert "no retry options of its own" in str(finished.exc_info[1])
+    assert sys.exc_info() == (None, None, None)

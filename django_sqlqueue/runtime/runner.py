@@ -10,7 +10,7 @@ import asyncio
 import inspect
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ClassVar, Protocol
 
@@ -46,6 +46,9 @@ class AttemptResult:
     retry_delay: float | None = None
     #: Dotted path of the exception class that ended the attempt, if one did.
     exception: str = ""
+    #: That exception itself, for those who report it after the attempt (the django.tasks
+    #: runner sends task_finished with it in sys.exc_info(), as Django does).
+    raised: BaseException | None = field(default=None, repr=False, compare=False)
     #: An atomic job's completion: True once written in the job's own transaction.
     recorded: bool | None = None
 
@@ -190,6 +193,7 @@ def execute(
             error=str(exc),
             traceback="".join(traceback.format_exception(cause)),
             exception=exception_path(cause),
+            raised=cause,
         )
     except JobTimeout as exc:
         return AttemptResult(
@@ -197,6 +201,7 @@ def execute(
             error=f"Timed out after {timeout or runner.timeout or 0:g} s.",
             traceback=traceback.format_exc(),
             exception=exception_path(exc),
+            raised=exc,
         )
     except Retry as exc:
         return AttemptResult(
@@ -211,6 +216,7 @@ def execute(
             error=f"Discarded: {exc}",
             traceback=traceback.format_exc(),
             exception=exception_path(exc),
+            raised=exc,
         )
     except BaseException as exc:
         return AttemptResult(
@@ -218,6 +224,7 @@ def execute(
             error=_describe(exc),
             traceback=traceback.format_exc(),
             exception=exception_path(exc),
+            raised=exc,
         )
     try:
         check_result(result, get_settings().max_result_bytes)
@@ -227,6 +234,7 @@ def execute(
             error=str(exc),
             traceback=traceback.format_exc(),
             exception=exception_path(exc),
+            raised=exc,
         )
     return AttemptResult(AttemptOutcome.COMPLETED, result=result)
 

@@ -160,7 +160,20 @@ class TaskRunner:
         except Exception:
             logger.exception("Could not describe task result %s for task_finished", job.id)
             return
-        _send("task_finished", type(self.backend), result)
+        exception = attempt.raised
+        if exception is None:
+            _send("task_finished", type(self.backend), result)
+            return
+        # Django sends task_finished inside the `except` block, and its own receiver logs a
+        # failure with sys.exc_info(): raised again here, the error and its traceback reach
+        # that ERROR line (and Sentry, log alerts) instead of an ERROR without them.
+        traceback = exception.__traceback__
+        try:
+            raise exception
+        except BaseException:
+            _send("task_finished", type(self.backend), result)
+        finally:
+            exception.__traceback__ = traceback
 
 
 def task_runner_factory(job: ClaimedJob) -> TaskRunner | UnrunnableTask | None:
