@@ -74,3 +74,18 @@ def test_sync_names_the_declarations_it_cannot_sync(
     assert "Schedule 'typo' (SQLQUEUE['SCHEDULES']): '0 3 * *' has 4 fields" in err.getvalue()
     assert "(django_sqlqueue.E021) Not synced." in err.getvalue()
     assert list(Schedule.objects.using(alias).values_list("key", flat=True)) == ["good"]
+
+
+def test_declared_schedules_are_listed_before_any_supervisor_synced_them(
+    settings_schedules: Callable[[dict[str, Any]], None], alias: str
+) -> None:
+    """`schedules` said "No schedules." for a declared `cron=` until a supervisor had run."""
+    settings_schedules({"nightly": {"job": "tests.record", "cron": "0 3 * * *"}})
+    line = run().strip()
+    assert line.startswith("nightly: tests.record at '0 3 * * *' (every day at 03:00)")
+    assert "not synced yet" in line and "schedules --sync" in line
+    [row] = json.loads(run("--json"))["schedules"]
+    assert (row["key"], row["synced"]) == ("nightly", False)
+    run("--sync")
+    assert "not synced" not in run()
+    assert [row["synced"] for row in json.loads(run("--json"))["schedules"]] == [True]

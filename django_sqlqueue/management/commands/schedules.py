@@ -41,9 +41,32 @@ def schedule_rows(alias: str) -> list[dict[str, Any]]:
             "last_run_at": s.last_run_at,
             "last_job_id": s.last_job_id,
             "last_job_status": getattr(s, "last_status", None),
+            "synced": True,
         }
         for s in schedules
     ]
+
+
+def unsynced_rows(synced: set[str]) -> list[dict[str, Any]]:
+    """The schedules declared in code or settings that no supervisor has synced to the table
+    yet: listed, so that `@job(cron=...)` shows up before the first supervisor starts."""
+    rows = []
+    for spec in declared_schedules().specs:
+        if spec.key in synced:
+            continue
+        rows.append(
+            {
+                "key": spec.key,
+                "job": spec.job_name,
+                "cron": spec.cron,
+                "cron_in_words": describe(spec.cron),
+                "timezone": spec.zone_name,
+                "kwargs": spec.kwargs,
+                "source": spec.source,
+                "synced": False,
+            }
+        )
+    return rows
 
 
 def shown(moment: datetime | None, zone: str) -> str:
@@ -79,17 +102,24 @@ class Command(QueueCommand):
             if not options["json"]:
                 self.report(f"Sync: {report}")
         rows = schedule_rows(alias)
+        unsynced = unsynced_rows({row["key"] for row in rows})
         if options["json"]:
-            self.stdout.write(json.dumps({"schedules": rows}, default=str))
+            self.stdout.write(json.dumps({"schedules": rows + unsynced}, default=str))
             return
-        if not rows:
+        if not rows and not unsynced:
             self.stdout.write("No schedules.")
             return
-        for row in rows:
+        for row in rows + unsynced:
             self.stdout.write(self.line(row))
 
     def line(self, row: dict[str, Any]) -> str:
         words = f" ({row['cron_in_words']})" if row["cron_in_words"] else ""
+        if not row["synced"]:
+            return (
+                f"{row['key']}: {row['job']} at '{row['cron']}'{words} {row['timezone']}; "
+                "declared, not synced yet: a starting supervisor syncs it (or run "
+                "`schedules --sync`)"
+            )
         if row["removed_at"]:
             state = "disabled: removed from code"
         elif not row["enabled"]:
