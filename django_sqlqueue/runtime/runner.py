@@ -176,7 +176,10 @@ def execute(
         return AttemptResult(
             AttemptOutcome.UNKNOWN,
             error=f"No handler for job {job.name!r} in this deployment (worker {worker_id}); "
-            f"registered: {', '.join(registry.names()) or 'none'}.",
+            f"registered: {', '.join(registry.names()) or 'none'}. A worker knows the @job "
+            "functions of the `jobs.py` modules of INSTALLED_APPS (imported at start-up while "
+            "SQLQUEUE['AUTODISCOVER'] is True) and of the modules those import; a job declared "
+            "elsewhere needs its module imported by one of them, or by an AppConfig.ready().",
             exception=exception_path(UnknownJobError()),
         )
     try:

@@ -131,6 +131,7 @@ def test_unknown_handler_goes_dead_with_a_message(workers):
     job.refresh_from_db()
     assert job.status == Status.DEAD
     assert "No handler for job 'no.such.job'" in job.last_error
+    assert "`jobs.py` modules of INSTALLED_APPS" in job.last_error  # where handlers must live
 
 
 def test_non_json_result_fails_clearly(workers):
