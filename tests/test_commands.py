@@ -305,3 +305,11 @@ def test_schedules_sync_reports_only_above_verbosity_0() -> None:
     call_command("schedules", "--sync", verbosity=0, stdout=out)
     assert "Sync:" not in out.getvalue()
     assert "Sync:" in run("schedules", "--sync")
+
+
+def test_counts_in_messages_agree_with_their_noun() -> None:
+    from django_sqlqueue.words import counted
+
+    assert [counted(n, "job") for n in (0, 1, 2)] == ["0 jobs", "1 job", "2 jobs"]
+    assert counted(1, "batch", "batches") == "1 batch"
+    assert counted(3, "batch", "batches") == "3 batches"

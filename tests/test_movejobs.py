@@ -167,12 +167,12 @@ def test_finished_jobs_resumed_moves_and_taken_ids(projects: Any) -> None:
         """,
     )
     first = manage(new, "movejobs", "--from", "sqlite_source")
-    assert "Moved 1 jobs" in first.stdout, first.stderr
+    assert "Moved 1 job " in first.stdout, first.stderr
     assert source_statuses(path) == {"completed": 1}
 
     # Finished jobs move only when asked.
     finished = manage(new, "movejobs", "--from", "sqlite_source", "--include-finished")
-    assert "Moved 1 jobs" in finished.stdout and "(completed 1)" in finished.stdout
+    assert "Moved 1 job " in finished.stdout and "(completed 1)" in finished.stdout
     assert source_statuses(path) == {}
     assert Job.objects.filter(kwargs__label="done", status=Status.COMPLETED).exists()
 
@@ -209,7 +209,7 @@ def test_finished_jobs_resumed_moves_and_taken_ids(projects: Any) -> None:
     assert refused.returncode != 0
     assert "--renumber" in refused.stderr
     renumbered = manage(new, "movejobs", "--from", "sqlite_source", "--renumber")
-    assert "Moved 1 jobs" in renumbered.stdout and "new ids" in renumbered.stdout
+    assert "Moved 1 job " in renumbered.stdout and "new ids" in renumbered.stdout
     assert Job.objects.count() == 5
     assert Job.objects.get(pk=newcomer.pk).kwargs == {"label": "new"}
     assert source_statuses(path) == {}

@@ -28,6 +28,7 @@ from ..conf import QueueSettings, get_settings
 from ..databases import queue_database
 from ..models import Worker
 from ..registry import registry
+from ..words import counted
 from . import transitions
 from .budget import JobBudget, WorkerBudget
 from .chores import Chores
@@ -227,7 +228,7 @@ class Supervisor:
             self.conf.database,
             connection.vendor,
             ("burst" if self.options.burst else "continuous")
-            + (f", stop after {self.stop_after} jobs" if self.stop_after else ""),
+            + (f", stop after {counted(self.stop_after, 'job')}" if self.stop_after else ""),
             jobs_summary(registry.names()),
             f"; {self.tasks_line}" if self.tasks_line else "",
         )
@@ -305,7 +306,9 @@ class Supervisor:
                 if not self.all_jobs_started():
                     self.fill()
                 elif not self.children:
-                    logger.info("%d jobs run (--stop-after); stopping", self.stop_after)
+                    logger.info(
+                        "%s run (--stop-after); stopping", counted(self.stop_after or 0, "job")
+                    )
                     break
                 else:
                     self.release_idle_workers()

@@ -27,6 +27,7 @@ from ..databases.claiming import Claimer
 from ..databases.polling import Waiter
 from ..exceptions import JobCancelled, JobTimeout, WorkerShutdown
 from ..rows import ClaimedJob
+from ..words import counted
 from .activity_log import ActivitySummary
 from .attempt import AttemptRunner
 from .budget import WorkerBudget
@@ -216,7 +217,8 @@ class JobWorker(JobStarts, HardStops):
             self.recorder.flush()
             self.hand_back_held("the worker is stopping")
             if self.options.max_jobs and self.jobs_done >= self.options.max_jobs:
-                logger.info("Worker %s: %d jobs done, recycling", self.worker_id, self.jobs_done)
+                done = counted(self.jobs_done, "job")
+                logger.info("Worker %s: %s done, recycling", self.worker_id, done)
                 return EXIT_RECYCLE
             self.between_batches()
         return 0
@@ -224,7 +226,8 @@ class JobWorker(JobStarts, HardStops):
     def recycled_or(self, code: int) -> int:
         """A pool's exit status: EXIT_RECYCLE once --max-jobs jobs are done."""
         if code == 0 and self.options.max_jobs and self.jobs_done >= self.options.max_jobs:
-            logger.info("Worker %s: %d jobs done, recycling", self.worker_id, self.jobs_done)
+            done = counted(self.jobs_done, "job")
+            logger.info("Worker %s: %s done, recycling", self.worker_id, done)
             return EXIT_RECYCLE
         return code
 

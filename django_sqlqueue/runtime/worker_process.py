@@ -17,6 +17,7 @@ import threading
 from django.db import connections
 
 from .. import outcomes
+from ..words import counted
 from .budget import WorkerBudget
 from .forks import guard_forks
 from .in_flight import InFlight
@@ -39,7 +40,7 @@ def worker_main(
     logger.info("Worker %s started (pid %d)", worker_id, os.getpid())
     code = worker.run()
     outcomes.flush()
-    logger.info("Worker %s stopped after %d jobs", worker_id, worker.jobs_done)
+    logger.info("Worker %s stopped after %s", worker_id, counted(worker.jobs_done, "job"))
     connections.close_all()
     end_process(worker_id, code)
 

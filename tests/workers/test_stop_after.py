@@ -114,7 +114,7 @@ def test_with_burst_it_also_stops_when_nothing_is_ready(workers):
     record.enqueue_many([{"label": "1"}, {"label": "2"}])
     log = workers.run("-n", "2", "--burst", "--stop-after", "10", timeout=60)
     assert Execution.objects.count() == 2
-    assert "jobs run (--stop-after)" not in log
+    assert "run (--stop-after)" not in log
 
 
 def test_stop_after_must_be_positive(workers):

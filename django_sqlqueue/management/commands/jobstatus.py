@@ -9,6 +9,7 @@ from django.core.management.base import CommandParser
 
 from ...queries import running_jobs, status_summary, status_summary_by_queue, worker_rows
 from ...states import format_summary
+from ...words import counted
 from ..base import QueueCommand
 
 
@@ -68,7 +69,8 @@ class Command(QueueCommand):
                 job += f" ({row['held']} running jobs held)"
             self.stdout.write(
                 f"{row['id']}{state}: pid {row['pid']}, queues {row['queues'] or 'all'}, "
-                f"{job}, {row['jobs_done']} jobs done, last seen {row['last_seen_at']:%H:%M:%S}"
+                f"{job}, {counted(row['jobs_done'], 'job')} done, "
+                f"last seen {row['last_seen_at']:%H:%M:%S}"
             )
 
     def print_counts(self, options: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from ...conf import get_settings
 from ...states import FINISHED
+from ...words import counted
 from ..base import QueueCommand, bounded_int, require_tables
 from ..moving import WAITING, MoveRefused, move_jobs
 
@@ -74,7 +75,7 @@ class Command(QueueCommand):
         ids = "new ids" if options["renumber"] else "ids kept"
         verb = "Would move" if options["dry_run"] else "Moved"
         self.report(
-            f"{verb} {report.total} jobs from {source!r} to {destination!r}"
+            f"{verb} {counted(report.total, 'job')} from {source!r} to {destination!r}"
             f"{f' ({counts})' if counts else ''}, {ids}."
         )
         if report.already_moved:

@@ -68,6 +68,15 @@ def _queue_names(value: str) -> list[str]:
     return names
 
 
+def _setting(name: str) -> str:
+    """A setting's value as --help shows it: the project's, or '?' if the settings are wrong
+    (the command then says why; its help must still print)."""
+    try:
+        return f"{getattr(get_settings(), name):g}"
+    except Exception:
+        return "?"
+
+
 class Command(BaseCommand):
     help = "Run a supervisor with N worker processes that claim and run jobs."
     # Checks run in handle(): some of Django's read database features, and a database that
@@ -82,7 +91,11 @@ class Command(BaseCommand):
             help="Do not run the system checks before starting (the database may not be up yet).",
         )
         parser.add_argument(
-            "-n", "--workers", type=bounded_int(1000), default=1, help="Worker processes."
+            "-n",
+            "--workers",
+            type=bounded_int(1000),
+            default=1,
+            help="Worker processes (default: 1).",
         )
         parser.add_argument(
             "--queues",
@@ -118,20 +131,22 @@ class Command(BaseCommand):
             "--grace-period",
             type=bounded_float(MAX_SECONDS),
             default=None,
-            help="Seconds running jobs get to finish after SIGTERM (default: GRACE_PERIOD).",
+            help="Seconds running jobs get to finish after SIGTERM (default: GRACE_PERIOD, "
+            f"{_setting('grace_period')} s).",
         )
         parser.add_argument(
             "--batch-size",
             type=bounded_int(10_000),
             default=None,
-            help="Jobs claimed per round trip.",
+            help=f"Jobs claimed per round trip (default: BATCH_SIZE, {_setting('batch_size')}).",
         )
         parser.add_argument(
             "-c",
             "--concurrency",
             type=bounded_int(MAX_CONCURRENCY),
             default=None,
-            help="Jobs each worker process runs at once, in threads (default: CONCURRENCY, 1).",
+            help="Jobs each worker process runs at once, in threads (default: CONCURRENCY, "
+            f"{_setting('concurrency')}).",
         )
         parser.add_argument(
             "--reload",
