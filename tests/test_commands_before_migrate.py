@@ -34,9 +34,9 @@ ARGUMENTS = {
 }
 #: Every table of the app, as the message names them (sorted).
 TABLES = (
-    "django_sqlqueue_flowkey, django_sqlqueue_job, django_sqlqueue_jobdependency, "
-    "django_sqlqueue_jobrollup, django_sqlqueue_queuesample, django_sqlqueue_queuestate, "
-    "django_sqlqueue_schedule, django_sqlqueue_worker"
+    "django_sqlqueue_flowkey, django_sqlqueue_job, django_sqlqueue_jobbatch, "
+    "django_sqlqueue_jobdependency, django_sqlqueue_jobrollup, django_sqlqueue_queuesample, "
+    "django_sqlqueue_queuestate, django_sqlqueue_schedule, django_sqlqueue_worker"
 )
 # Every command in the directory, so that a new one cannot be forgotten.
 COMMANDS = sorted(p.stem for p in COMMANDS_DIR.glob("*.py") if not p.stem.startswith("_"))
