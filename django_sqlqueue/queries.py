@@ -21,6 +21,16 @@ def jobs(alias: str | None = None) -> QuerySet[Job]:
     return Job.objects.using(alias or get_settings().database)
 
 
+#: Rows counted exactly before a count says "more than" (the admin's list, `manage.py jobs`).
+COUNT_CAP = 10_000
+
+
+def bounded_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> int:
+    """How many rows match, counting no further than `cap + 1`: bounded work on a table of
+    millions, where an exact `COUNT(*)` reads every matching row."""
+    return queryset.order_by().values("pk")[: cap + 1].count()
+
+
 def status_summary(queue: str | None = None, *, alias: str | None = None) -> dict[str, int]:
     queryset = jobs(alias)
     if queue:

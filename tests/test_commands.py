@@ -280,6 +280,7 @@ def test_runworkers_skip_checks_starts_despite_a_failing_check(
         ("purgejobs", "--days", "0", "--dry-run"),
         ("queues", "pause", "quiet-queue"),
         ("queues", "resume", "quiet-queue"),
+        ("jobs", "purge", "--status", "completed", "--yes"),
         ("jobhealth",),
     ],
     ids=" ".join,

@@ -26,6 +26,7 @@ COMMANDS_DIR = Path(django_sqlqueue.__file__).parent / "management" / "commands"
 ARGUMENTS = {
     "jobhealth": [],
     "jobstatus": [],
+    "jobs": ["list"],
     "movejobs": ["--from", "sqlite_source", "--dry-run"],
     "purgejobs": ["--days", "7"],
     "queues": ["list"],

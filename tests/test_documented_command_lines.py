@@ -19,7 +19,10 @@ from django.core.management.base import CommandError, CommandParser
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 COMMANDS = ("runworkers", "purgejobs", "jobhealth", "jobstatus", "queues", "movejobs", "schedules")
-COMMAND = re.compile(r"(?<![-\w])(" + "|".join(COMMANDS) + r")\b(?=\s+-|\s+[a-z]|$)")
+# `jobs` is also a word of the prose: only `manage.py jobs` is the command.
+COMMAND = re.compile(
+    r"(?<![-\w])(" + "|".join(COMMANDS) + r"|(?<=manage\.py )jobs)\b(?=\s+-|\s+[a-z]|$)"
+)
 OPTION = re.compile(r"^(--?[A-Za-z][-\w]*)")
 SHELL_END = re.compile(r"\s(?:#|\||&&|;|>)|\)")
 # A synopsis, not an example: placeholders the reader replaces.

@@ -14,18 +14,11 @@ from django.db.models import Model, QuerySet
 from django.utils.functional import cached_property
 
 from ..databases import queue_database
-
-#: Rows counted exactly before the list says "more than".
-COUNT_CAP = 10_000
+from ..queries import COUNT_CAP, bounded_count
 
 EXACT = "exact"
 ESTIMATE = "estimate"
 AT_LEAST = "at_least"
-
-
-def bounded_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> int:
-    """How many rows match, counting no further than `cap + 1`."""
-    return queryset.order_by().values("pk")[: cap + 1].count()
 
 
 def estimated_table_rows(model: type[Model], alias: str) -> int | None:

@@ -1,4 +1,4 @@
-"""`manage.py queues list|pause|resume`: see the queues, stop and restart claims from one."""
+"""`manage.py queues [list]|pause|resume`: see the queues, stop and restart claims from one."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ class Command(QueueCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        actions = parser.add_subparsers(dest="action", required=True)
+        # `queues` alone lists them, as `queues list` does.
+        actions = parser.add_subparsers(dest="action")
         listing = actions.add_parser("list", help="Every queue with jobs or a paused state.")
         listing.add_argument("--json", action="store_true", help="Machine-readable output.")
         pause = actions.add_parser("pause", help="Stop workers claiming from these queues.")
@@ -32,9 +33,9 @@ class Command(QueueCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         alias = get_settings().database
-        action = options["action"]
+        action = options.get("action") or "list"
         if action == "list":
-            self.list(alias, options["json"])
+            self.list(alias, options.get("json", False))
             return
         for name in options["names"]:
             try:
