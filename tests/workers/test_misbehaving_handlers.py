@@ -21,6 +21,7 @@ from tests.testapp.jobs import (
     leak_in_atomic_job,
     linger,
     record,
+    sleep,
 )
 from tests.testapp.models import Counter, Execution
 
@@ -184,6 +185,33 @@ def test_a_handler_holding_the_gil_past_its_lease_runs_once(workers):
     assert Execution.objects.filter(job_id=job.pk, label="gil-start").count() == 1
     began, ended = (
         Execution.objects.get(job_id=job.pk, label=label).created_at
+        for label in ("gil-start", "gil-end")
+    )
+    assert (ended - began).total_seconds() > 4, "the handler held the GIL for less than a lease"
+    assert supervisor.poll() is None
+
+
+def test_a_handler_holding_the_gil_beside_other_slots_leaves_each_job_to_run_once(workers):
+    """With --concurrency, a handler holding the GIL starves its process's other slots and
+    its heartbeat alike: the supervisor keeps the leases of every job its live child holds
+    (three, here), so none of them is recovered or run twice while the GIL is held."""
+    held = hold_gil.enqueue(6 * 10**8)
+    beside = [sleep.enqueue(seconds=2, label=f"beside-{n}") for n in range(2)]
+    supervisor = workers.start("-n", "1", "--concurrency", "3")
+    ids = [held.pk, *(job.pk for job in beside)]
+    wait_for(lambda: finished(ids), timeout=120)
+    for job in Job.objects.filter(pk__in=ids):
+        assert job.status == Status.COMPLETED, (job.pk, job.history)
+        assert [h["outcome"] for h in job.history] == ["completed"], job.history
+    assert Execution.objects.filter(job_id=held.pk, label="gil-start").count() == 1
+    for job in beside:
+        assert (
+            Execution.objects.filter(job_id=job.pk, label=f"{job.kwargs['label']}-start").count()
+            == 1
+        )
+    assert len(set(Execution.objects.values_list("worker_pid", flat=True))) == 1, "one process"
+    began, ended = (
+        Execution.objects.get(job_id=held.pk, label=label).created_at
         for label in ("gil-start", "gil-end")
     )
     assert (ended - began).total_seconds() > 4, "the handler held the GIL for less than a lease"
