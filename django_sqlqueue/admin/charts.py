@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 
 WIDTH = 600
 HEIGHT = 210
@@ -156,7 +157,12 @@ def line_chart(
             if len(run) > 1:
                 body.insert(0, f'<polyline class="{s.css}" points="{" ".join(run)}"/>')
     summary = ", ".join(
-        f"{s.label} up to {axis(max((v for v in s.values if v is not None), default=0))}"
+        # Translators: a line chart's text for screen readers: a series and its highest value.
+        _("%(series)s up to %(value)s")
+        % {
+            "series": s.label,
+            "value": axis(max((v for v in s.values if v is not None), default=0)),
+        }
         for s in series
     )
     return _frame(title, summary, top, labels, axis, body)

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import dateformat, timezone
+from django.utils.formats import number_format
 from django.utils.functional import Promise
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -101,7 +102,8 @@ def human_seconds(seconds: float | None) -> str:
     if seconds < 0:
         return "-" + human_seconds(-seconds)
     if seconds < 10:
-        return _("%(seconds)ss") % {"seconds": f"{seconds:.2f}"}
+        # 0.25 in English, 0,25 in French: the active language's decimal separator.
+        return _("%(seconds)ss") % {"seconds": number_format(seconds, decimal_pos=2)}
     whole = int(seconds)
     if whole < 60:
         return _("%(seconds)ds") % {"seconds": whole}

@@ -25,7 +25,8 @@ def waiting_reasons(job: Job, alias: str | None = None) -> list[str]:
             % {
                 "queue": job.queue,
                 "when": f"{state.paused_at:%Y-%m-%d %H:%M:%S}",
-                "by": f", by {state.paused_by}" if state.paused_by else "",
+                # Translators: after the time the queue was paused: who paused it.
+                "by": _(", by %(who)s") % {"who": state.paused_by} if state.paused_by else "",
                 "reason": f": {state.reason}" if state.reason else "",
             }
         )

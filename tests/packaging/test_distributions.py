@@ -1,7 +1,7 @@
 """The sdist and the wheel a release would upload: built as a release builds them (the wheel
 from the sdist, in an isolated environment), checked by twine, holding every file of the
-package (templates, static files, migrations, py.typed, the pytest plugin's entry point),
-and working once installed: Django's checks pass and no migration is missing.
+package (templates, static files, translations, migrations, py.typed, the pytest plugin's
+entry point), and working once installed: Django's checks pass and no migration is missing.
 
 Building takes a quarter of a minute, so scripts/test.sh runs this as a step of its own
 (SQLQUEUE_TEST_PACKAGING=1) instead of in every pytest run.
@@ -95,6 +95,8 @@ def test_the_wheel_holds_every_file_of_the_package(dist: Path) -> None:
         "django_sqlqueue/templates/django_sqlqueue/admin/job_change_list.html",
         "django_sqlqueue/migrations/0001_initial.py",
         "django_sqlqueue/testing/pytest_plugin.py",
+        "django_sqlqueue/locale/fr/LC_MESSAGES/django.po",
+        "django_sqlqueue/locale/fr/LC_MESSAGES/django.mo",
     ):
         assert required in names
     [entry_points] = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
