@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from .conf import get_settings
 from .databases import queue_database
-from .databases.batches import BatchProgress, after_commit, finish, progress
+from .databases.batches import BatchProgress, finish, progress
 from .enqueueing.batch_scope import current_batch_id, joining
 from .enqueueing.options import EnqueueOptions, build_job
 from .exceptions import InvalidJobError
@@ -92,7 +92,7 @@ def _close(alias: str, batch_id: int) -> bool:
         .update(closed_at=timezone.now())
     )
     if closed:
-        after_commit(alias, lambda: finish(queue_database(alias), batch_id))
+        transaction.on_commit(lambda: finish(queue_database(alias), batch_id), using=alias)
     return closed
 
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from .conf import get_settings
 from .databases import QueueDatabase, queue_database
-from .databases.batches import after_commit, finish_all
+from .databases.batches import finish_all
 from .databases.dependencies import UNFINISHED_VALUES, release_dependents, rewait_abandoned
 from .models import Job, JobBatch, JobDependency, QueueState
 from .models.flow import PAUSED_BY_LENGTH, REASON_LENGTH
@@ -79,7 +79,7 @@ def cancel_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
             jobs(alias).filter(id__in=ids, batch__isnull=False).values_list("batch_id", flat=True)
         )
         if in_batches:
-            after_commit(database.alias, lambda: finish_all(database, in_batches))
+            transaction.on_commit(lambda: finish_all(database, in_batches), using=database.alias)
     return BulkResult(cancelled, stopping)
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from django.db import DatabaseError, connections, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -163,14 +163,6 @@ def finish_all(database: StoresOn, batch_ids: Iterable[int]) -> list[int]:
     return [batch_id for batch_id in sorted(set(batch_ids)) if finish(database, batch_id)]
 
 
-def after_commit(alias: str, action: Callable[[], object]) -> None:
-    """`action` once the current transaction of `alias` commits (at once outside one)."""
-    if connections[alias].in_atomic_block:
-        transaction.on_commit(action, using=alias)
-    else:
-        action()
-
-
 def note(alias: str, batch_ids: Iterable[int]) -> None:
     """Members of these batches finished (or will, once the current transaction commits):
     look at the batches at the next `check_noted` of this process."""
@@ -180,7 +172,7 @@ def note(alias: str, batch_ids: Iterable[int]) -> None:
         with _noted_lock:
             _noted[alias].update(ids)
 
-    after_commit(alias, add)
+    transaction.on_commit(add, using=alias)
 
 
 def check_noted(database: StoresOn) -> list[int]:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from django.db import DatabaseError, connections, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Case, Exists, F, OuterRef, Value, When
 from django.utils import timezone
 
@@ -130,11 +130,7 @@ def release_dependents_after_commit(database: QueueOn, finished: Sequence[int]) 
                 exc,
             )
 
-    alias = database.alias
-    if connections[alias].in_atomic_block:
-        transaction.on_commit(release, using=alias)
-    else:
-        release()
+    transaction.on_commit(release, using=database.alias)
 
 
 def decide(database: QueueOn, waiting: Sequence[int]) -> Decided:
