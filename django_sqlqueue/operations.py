@@ -21,14 +21,20 @@ from django.utils import timezone
 from .conf import get_settings
 from .databases import QueueDatabase, queue_database
 from .databases.batches import finish_all
-from .databases.dependencies import UNFINISHED_VALUES, release_dependents, rewait_abandoned
+from .databases.dependencies import release_dependents, rewait_abandoned
 from .models import Job, JobBatch, JobDependency, QueueState
 from .models.flow import PAUSED_BY_LENGTH, REASON_LENGTH
 from .queries import jobs
-from .states import CANCEL, FINISHED, REQUEUE, RUN_NOW, STOP, Status
+from .states import (
+    CANCEL,
+    FINISHED_VALUES,
+    REQUEUE,
+    RUN_NOW,
+    STOP,
+    UNFINISHED_VALUES,
+    Status,
+)
 from .validation import check_note, check_queue
-
-FINISHED_VALUES = tuple(s.value for s in FINISHED)
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,10 @@ EXITS = tuple(t for t in ALL_TRANSITIONS if t.fenced)
 CLAIMABLE = CLAIM.sources
 #: Statuses that never change again unless a person requeues the job.
 FINISHED = (Status.COMPLETED, Status.DEAD, Status.CANCELLED)
+#: The same, and every other status, as the values stored (for `status__in` and comparisons
+#: with rows read as values).
+FINISHED_VALUES = tuple(s.value for s in FINISHED)
+UNFINISHED_VALUES = tuple(s.value for s in Status if s not in FINISHED)
 #: Statuses `requeue` accepts.
 REQUEUEABLE = REQUEUE.sources
 #: Statuses `cancel` changes at once (a running job is asked to stop instead).

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from ..conf import get_settings
 from ..models import Job, JobBatch
-from ..states import FINISHED, Status
+from ..states import FINISHED_VALUES, Status
 from . import display
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 #: The attribute the list sets on each batch of its page: its members by status.
 MEMBERS = "sq_members"
 
-FINISHED_VALUES = frozenset(s.value for s in FINISHED)
 
 #: State → label, CSS modifier (the job badges' colours) and what it means, on hover.
 STATE_LABELS: dict[str, StrOrPromise] = {

@@ -27,12 +27,11 @@ from django.utils import timezone
 
 from ..models import Job, JobBatch
 from ..rows import NewJob
-from ..states import FINISHED, Status
+from ..states import UNFINISHED_VALUES, Status
 from .inserting import Inserter
 
 logger = logging.getLogger("django_sqlqueue")
 
-UNFINISHED_VALUES = tuple(s.value for s in Status if s not in FINISHED)
 #: Most batches one sweep looks at.
 BATCH = 500
 

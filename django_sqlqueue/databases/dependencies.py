@@ -28,13 +28,18 @@ from django.db.models import Case, Exists, F, OuterRef, Value, When
 from django.utils import timezone
 
 from ..models import Job, JobDependency
-from ..states import ABANDON, ABANDONED_OWNER, FINISHED, READY, REWAIT, Status
+from ..states import (
+    ABANDON,
+    ABANDONED_OWNER,
+    FINISHED_VALUES,
+    READY,
+    REWAIT,
+    Status,
+)
 from . import batches
 
 logger = logging.getLogger("django_sqlqueue")
 
-FINISHED_VALUES = frozenset(s.value for s in FINISHED)
-UNFINISHED_VALUES = tuple(s.value for s in Status if s not in FINISHED)
 #: Most waiting jobs decided per statement.
 BATCH = 500
 

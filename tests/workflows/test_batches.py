@@ -271,7 +271,7 @@ def test_anything_left_reads_the_partial_index_of_batch_members(alias, vendor):
     write it."""
     from django.db import connections
 
-    from django_sqlqueue.databases.batches import UNFINISHED_VALUES
+    from django_sqlqueue.states import UNFINISHED_VALUES
 
     if vendor == "mysql":
         pytest.skip("MariaDB has no partial indexes: the index is a plain (batch, status) one")
