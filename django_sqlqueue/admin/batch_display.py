@@ -12,7 +12,6 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.formats import number_format
 from django.utils.html import format_html
-from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
@@ -52,7 +51,7 @@ def jobs_url(batch_id: int, status: str | None = None) -> str:
     params = {"batch": str(batch_id)}
     if status:
         params["status__exact"] = status
-    return reverse("admin:django_sqlqueue_job_changelist") + "?" + urlencode(params)
+    return display.changelist_url(**params)
 
 
 # Members ------------------------------------------------------------------------------------

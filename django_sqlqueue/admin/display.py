@@ -12,10 +12,12 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.urls import reverse
 from django.utils import dateformat, timezone
 from django.utils.formats import number_format
 from django.utils.functional import Promise
 from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext_lazy
@@ -235,3 +237,8 @@ def running_note(job: Any) -> SafeString | str:
             )
         )
     return format_html_join("", "{}", ((part,) for part in parts)) if parts else ""
+
+
+def changelist_url(**params: str) -> str:
+    """The job list, filtered by these query parameters."""
+    return reverse("admin:django_sqlqueue_job_changelist") + "?" + urlencode(params)

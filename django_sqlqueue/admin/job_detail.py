@@ -11,7 +11,6 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -33,10 +32,6 @@ if TYPE_CHECKING:
 
 #: Other jobs of the same name listed on the page (served by the (name, -id) index).
 RELATED_LIMIT = 10
-
-
-def changelist_url(**params: str) -> str:
-    return reverse("admin:django_sqlqueue_job_changelist") + "?" + urlencode(params)
 
 
 def job_url(job_id: int) -> str:
@@ -136,7 +131,7 @@ class JobDetailMixin(JobAdminBase):
         return format_html(
             '<code>{}</code> · <a href="{}">{}</a>',
             obj.idempotency_key,
-            changelist_url(idempotency_key=obj.idempotency_key),
+            display.changelist_url(idempotency_key=obj.idempotency_key),
             _("jobs with this key"),
         )
 
@@ -242,6 +237,6 @@ class JobDetailMixin(JobAdminBase):
         return format_html(
             '<ul class="sq-related">{}</ul><a href="{}">{} →</a>',
             items,
-            changelist_url(name=obj.name),
+            display.changelist_url(name=obj.name),
             format_html(_("All jobs named {name}"), name=format_html("<code>{}</code>", obj.name)),
         )

@@ -16,7 +16,6 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -38,8 +37,7 @@ if TYPE_CHECKING:
 
 def jobs_url(schedule: Schedule) -> str:
     """The job list filtered to this schedule's jobs (their idempotency keys' prefix)."""
-    query = urlencode({"idempotency_key__startswith": jobs_key_prefix(schedule.key)})
-    return reverse("admin:django_sqlqueue_job_changelist") + "?" + query
+    return display.changelist_url(idempotency_key__startswith=jobs_key_prefix(schedule.key))
 
 
 class ScheduleForm(forms.ModelForm):
