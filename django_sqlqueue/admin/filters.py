@@ -23,14 +23,13 @@ from ..conf import get_settings
 from ..models import Job, JobBatch, Worker
 from ..registry import registry
 from ..states import CLAIMABLE, Status
+from ..validation import INT64_MAX
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
 #: Distinct job names listed in the filter; beyond this, search by name.
 MAX_NAME_CHOICES = 200
-#: The largest id a batch can have (a BigAutoField): a larger number names no batch.
-MAX_BATCH_ID = 2**63 - 1
 
 
 def distinct_names(alias: str, limit: int = MAX_NAME_CHOICES) -> list[str]:
@@ -136,7 +135,7 @@ def batch_id_of(value: str | None) -> int | None:
     if not value or not value.isascii() or not value.isdigit():
         return None
     batch_id = int(value)
-    return batch_id if 0 < batch_id <= MAX_BATCH_ID else None
+    return batch_id if 0 < batch_id <= INT64_MAX else None
 
 
 def batch_choice(value: str) -> str:

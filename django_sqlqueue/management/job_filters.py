@@ -18,13 +18,11 @@ from django.utils import timezone
 from ..exceptions import InvalidJobError
 from ..models import Job
 from ..states import Status
-from ..validation import check_name
+from ..validation import INT64_MAX, check_name
 from .base import MAX_DAYS
 
 #: Job ids `--id` may name in all: more is a selection for the other filters.
 MAX_IDS = 1000
-#: The largest id a BigAutoField holds.
-MAX_ID = 2**63 - 1
 
 DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
 UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -50,7 +48,7 @@ def job_id(text: str) -> int:
         value = int(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a job id") from None
-    if not 1 <= value <= MAX_ID:
+    if not 1 <= value <= INT64_MAX:
         raise argparse.ArgumentTypeError(f"{text} is not a job id (ids start at 1)")
     return value
 
