@@ -71,6 +71,11 @@ REVIEWED: dict[str, dict[str, str]] = {
         "placeholders": "', '.join(['%s'] * len(queues)): the queue names are parameters",
         "', '.join(['%s'] * len(self.names))": "placeholders; the job names are parameters",
         "parked": "Claimer.wake: a Status constant and a placeholder for the parked owner",
+        "claimable": (
+            "QueueDatabase.claimable_condition (status constants, or MySQL's claimable = 1), "
+            "else self.claimable_sql"
+        ),
+        "others_sql": "Claimer.others_due_sql: '0', or an EXISTS of the reviewed parts above",
     },
     "databases/mysql.py": {
         "', '.join(['%s'] * len(jobs))": "placeholders",

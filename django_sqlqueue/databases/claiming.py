@@ -75,15 +75,10 @@ class Claimer:
         queues are left out: named queues are dropped from the list, and a claim across all
         queues excludes them; with none paused the vendor's claim runs exactly as it would
         without pausing."""
-        excluded = tuple(excluded)
-        paused = self.paused.current()
-        if paused:
-            if queues:
-                queues = [queue for queue in queues if queue not in paused]
-                if not queues:
-                    return []
-            else:
-                excluded = tuple(sorted(paused | set(excluded)))
+        scope = self.scope(queues, excluded)
+        if scope is None:
+            return []
+        queues, excluded = scope
         if self.slots:
             # Jobs of the last batch that never started, or whose slots were not freed when
             # they ended: their slots are free now (the woken jobs due by this claim's `now`).
@@ -99,6 +94,40 @@ class Claimer:
         self.slots.update(admitted.slots)
         self.reserved.update(admitted.reserved)
         return admitted.jobs
+
+    def scope(
+        self, queues: Sequence[str] | None, excluded: Sequence[str] = ()
+    ) -> tuple[Sequence[str] | None, tuple[str, ...]] | None:
+        """The queues a claim for `queues` (None: all but `excluded`) takes from now: named
+        ones less the paused ones (None if none is left), or all but the excluded and the
+        paused ones."""
+        excluded = tuple(excluded)
+        paused = self.paused.current()
+        if paused:
+            if queues:
+                queues = [queue for queue in queues if queue not in paused]
+                if not queues:
+                    return None
+            else:
+                excluded = tuple(sorted(paused | set(excluded)))
+        return queues, excluded
+
+    def others_due_sql(
+        self, queues: Sequence[str] | None, excluded: Sequence[str], now: datetime
+    ) -> tuple[str, list[Any]]:
+        """An expression: whether a claim for these queues would find a due job now (an
+        EXISTS over the claim's index)."""
+        scope = self.scope(queues, excluded)
+        if scope is None:
+            return "0", []
+        queue_sql, queue_params = self.queue_filter(*scope)
+        claimable = (
+            self.database.claimable_condition() if self.database is not None else self.claimable_sql
+        )
+        return (
+            f"EXISTS (SELECT 1 FROM {self.table} WHERE {claimable}{queue_sql} AND run_at <= %s)",
+            [*queue_params, self.adapt(now)],
+        )
 
     def admit_start(self, worker_id: str, job: ClaimedJob) -> bool:
         """Whether a claimed job may start now. A rate-limited job whose claim recorded its
@@ -284,6 +313,115 @@ class Claimer:
         """`free_slot` for every slot this claimer still holds."""
         for job_id in list(self.slots):
             self.free_slot(job_id, now)
+
+    def pass_slot(
+        self,
+        worker_id: str,
+        job: ClaimedJob,
+        lease_seconds: float,
+        queues: Sequence[str] | None = None,
+        excluded: Sequence[str] = (),
+        unless_others_due: bool = False,
+    ) -> ClaimedJob | None:
+        """The job `job` held a concurrency slot and left `running`: claim the next parked
+        job of its key for `worker_id` itself, in the slot it freed (a handoff), and return
+        it; None if there was none to take (then the next one, if any, is woken for any
+        worker, as `free_slot` does).
+
+        Under the key's lock, like a wake, and like the gate it counts the key's running
+        jobs there (a claim may have taken the slot between `job`'s end and this lock). The
+        next job is taken only when this worker may run it (its queue served, not paused,
+        not excluded) and its own limit has room; otherwise it is woken.
+        With `unless_others_due`, only while no other job waits due for this worker's
+        queues: a key's backlog does not keep a worker from other work. A handoff saves the
+        wake's notification, a claim and the gate's transaction per job of a busy key, and
+        the slot never stands free. A MySQL deadlock is retried as a wake's is."""
+        key = self.slots.pop(job.id, None)
+        if key is None:
+            return None
+        for _ in range(WAKE_TRIES):
+            try:
+                with transaction.atomic(using=self.alias):
+                    hold_key(self.database, f"concurrency:{key}")
+                    now = timezone.now()
+                    taken = self.take_parked(
+                        worker_id, key, lease_seconds, now, queues, excluded, unless_others_due
+                    )
+                    if taken is None:
+                        self.wake({key: 1}, now)
+            except DatabaseError as exc:
+                if self.database is None or not self.database.is_deadlock(exc):
+                    raise
+                continue
+            if taken is not None:
+                self.slots[taken.id] = key
+            return taken
+        return None
+
+    def take_parked(
+        self,
+        worker_id: str,
+        key: str,
+        lease_seconds: float,
+        now: datetime,
+        queues: Sequence[str] | None,
+        excluded: Sequence[str],
+        unless_others_due: bool = False,
+    ) -> ClaimedJob | None:
+        """`states.CLAIM` of the oldest parked job of `key` by `worker_id`, if it may take it
+        (see `pass_slot`); the caller holds the key's lock. None if it took none. One read
+        finds the job, counts the key's running jobs as the gate does (the freeing job's end
+        committed before this lock was taken: a claim may have taken its slot meanwhile)
+        and, if asked, looks for other due work; one UPDATE takes the job."""
+        others_sql, others_params = (
+            self.others_due_sql(queues, excluded, now) if unless_others_due else ("0", [])
+        )
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {self.columns}, (SELECT COUNT(*) FROM {self.table} "
+                f"WHERE status = '{Status.RUNNING.value}' AND concurrency_key = %s), "
+                f"{others_sql} FROM {self.table} WHERE concurrency_key IS NOT NULL "
+                f"AND status = '{Status.PENDING.value}' AND lease_owner = %s "
+                "AND concurrency_key = %s ORDER BY run_at, id LIMIT 1",
+                [key, *others_params, PARKED_OWNER, key],
+            )
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            *columns, running, others_due = row
+            job = ClaimedJob.from_row(tuple(columns), worker_id, now)
+            limit = self.concurrency_of(job.name)
+            if limit is None or running >= limit or others_due:
+                return None
+            if not self.serves(job, queues, excluded):
+                return None
+            assignments, params = self.running_assignments(worker_id, lease_seconds, now)
+            # Still parked on the row's latest version: past its due time a claim may have
+            # taken it first.
+            cursor.execute(
+                f"UPDATE {self.table} SET {assignments} "
+                f"WHERE id = %s AND status = '{Status.PENDING.value}' AND lease_owner = %s",
+                [*params, job.id, PARKED_OWNER],
+            )
+            if cursor.rowcount != 1:
+                return None
+        job.attempts += 1
+        return job
+
+    def serves(
+        self, job: ClaimedJob, queues: Sequence[str] | None, excluded: Sequence[str]
+    ) -> bool:
+        """Whether a claim of this claimer for `queues` (None: all but `excluded`) could take
+        `job` now: its queue served and not paused, its name among `names` if set."""
+        if job.queue in self.paused.current() or (self.names and job.name not in self.names):
+            return False
+        return job.queue in queues if queues else job.queue not in excluded
+
+    def concurrency_of(self, name: str) -> int | None:
+        """The concurrency limit the running code declares for job `name`, if any."""
+        rules = self.gate.rules()
+        spec = rules.specs.get(name) if rules is not None else None
+        return spec.concurrency if spec is not None else None
 
 
 class UpdateReturningClaimer(Claimer):

@@ -30,6 +30,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
+from collections.abc import Sequence
 from typing import Protocol
 
 from django.db import DatabaseError, connections
@@ -51,7 +53,7 @@ from .heartbeat import close_quietly
 from .in_flight import InFlight
 from .recording import OutcomeRecorder
 from .runner import JobRunner
-from .starts import JobStarts
+from .starts import JobStarts, Taking
 from .stop_event import StopEvent
 from .watch import AttemptWatch
 from .worker_options import WorkerOptions
@@ -82,6 +84,8 @@ class PoolHost(Protocol):
     def use_start(self) -> None: ...
 
     def give_back(self, starts: int) -> None: ...
+
+    def may_take_next(self, since: float | None = None) -> Taking: ...
 
     def database_trouble(self, exc: Exception, failures: int) -> None: ...
 
@@ -132,6 +136,9 @@ class Slot(JobStarts, threading.Thread):
         )
         self.attempts = AttemptRunner(self)
         self.in_handler = False
+        #: When the pool handed this slot its current job: it passes its concurrency slot
+        #: on as a worker does within a claim budget of its claim.
+        self.assigned_at = time.monotonic()
         self.inbox: queue.SimpleQueue[Assignment | None] = queue.SimpleQueue()
 
     # AttemptHost ---------------------------------------------------------------------------
@@ -192,21 +199,38 @@ class Slot(JobStarts, threading.Thread):
             connections.close_all()
 
     def take(self, assignment: Assignment) -> None:
-        job = assignment.job
+        job: ClaimedJob | None = assignment.job
+        assert job is not None
         if assignment.reserved is not None:
             self.claimer.reserved[job.id] = assignment.reserved
         if assignment.slot_key is not None:
             self.claimer.slots[job.id] = assignment.slot_key
-        if self.pool.closing.is_set():
-            # Stopping (or recycling) before the job started: back to the queue, unspent.
-            self.give_back(1)
-            self.unclaim_quietly([job])
-            self.free_slot(job)
-            return
-        if self.may_start(job):
-            self.attempts.run(job)
-        self.free_slot(job)
+        self.assigned_at = time.monotonic()
+        while job is not None:
+            if self.pool.closing.is_set():
+                # Stopping (or recycling) before the job started: back to the queue, unspent.
+                self.give_back(1)
+                self.unclaim_quietly([job])
+                self.free_slot(job)
+                return
+            if self.may_start(job):
+                self.attempts.run(job)
+            # A job of a concurrency key may pass its slot to the next job of the key.
+            job = self.free_slot(job)
+            if job is not None:
+                self.pool.reassign(self, job)
         refresh_connections()
+
+    def may_take_next(self) -> Taking:
+        if self.pool.closing.is_set():
+            return None
+        return self.worker.may_take_next(since=self.assigned_at)
+
+    def served(self) -> tuple[Sequence[str] | None, Sequence[str]]:
+        return self.worker.options.queues, self.worker.options.excluded
+
+    def lease_seconds(self) -> float:
+        return self.conf.lease_seconds
 
 
 class SlotPool:
@@ -307,6 +331,11 @@ class SlotPool:
         with self.changed:
             if self.finishes == since:
                 self.changed.wait(WAIT_TICK)
+
+    def reassign(self, slot: Slot, job: ClaimedJob) -> None:
+        """`slot` took `job` into the concurrency slot its last job freed (a handoff)."""
+        with self.changed:
+            self.assigned[slot.slot] = job
 
     def running_ids(self) -> list[int]:
         with self.changed:

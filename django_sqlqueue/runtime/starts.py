@@ -8,6 +8,8 @@ with its own claimer: a claimer holds its thread's database connection.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Literal
 
 from django.db import DatabaseError, connections
 
@@ -18,6 +20,9 @@ from .connections import reset_connection
 from .recording import OutcomeRecorder
 
 logger = logging.getLogger("django_sqlqueue")
+
+#: Whether a freed slot's next job may be taken into it (`JobStarts.may_take_next`).
+Taking = Literal["yes", "if alone"] | None
 
 
 class JobStarts:
@@ -49,15 +54,29 @@ class JobStarts:
             self.unclaim_quietly([job])
             return False
 
-    def free_slot(self, job: ClaimedJob) -> None:
-        """`job` held a concurrency slot and left `running`: wake the next job of its key for
-        any worker. A success recorded with its batch frees its slot at the next claim. If
-        the database cannot answer, the next job waits for its own due time (a few seconds)."""
+    def free_slot(self, job: ClaimedJob) -> ClaimedJob | None:
+        """`job` held a concurrency slot and left `running`: take the next job of its key
+        into the slot it freed, if this worker may (`may_take_next`), and return it, to run
+        next; otherwise wake it for any worker. A success recorded with its batch frees its
+        slot at the next claim. If the database cannot answer, the next job waits for its
+        own due time (a few seconds)."""
         if job.id not in self.claimer.slots or job.id in self.recorder.succeeded_ids():
-            return
+            return None
+        taking = self.may_take_next()
         try:
-            self.claimer.free_slot(job.id)
+            if taking is None:
+                self.claimer.free_slot(job.id)
+                return None
+            queues, excluded = self.served()
+            taken = self.claimer.pass_slot(
+                self.worker_id, job, self.lease_seconds(), queues, excluded, taking == "if alone"
+            )
+            if taken is None:
+                self.give_back(1)
+            return taken
         except DatabaseError as exc:
+            if taking is not None:
+                self.give_back(1)
             logger.warning(
                 "Worker %s: could not wake the next job of job %s's concurrency key (%s)",
                 self.worker_id,
@@ -65,6 +84,20 @@ class JobStarts:
                 exc,
             )
             reset_connection(connections[self.alias])
+            return None
+
+    def may_take_next(self) -> Taking:
+        """Whether the next job of a freed slot's key may be taken into it (then one start
+        of the --stop-after budget is reserved for it): "yes", "if alone" (only while no
+        other job is due for this worker), or None (it is woken for any worker instead)."""
+        return None
+
+    def served(self) -> tuple[Sequence[str] | None, Sequence[str]]:
+        """The queues this worker claims from: named ones, or None and the excluded ones."""
+        return None, ()
+
+    def lease_seconds(self) -> float:
+        raise NotImplementedError
 
     def unclaim_quietly(self, jobs: list[ClaimedJob]) -> int:
         """Hand back jobs this worker will not start (fenced: those it lost stay with their

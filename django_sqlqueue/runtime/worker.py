@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import DatabaseError, connections
@@ -39,7 +40,7 @@ from .in_flight import InFlight
 from .recording import OutcomeRecorder
 from .runner import JobRunner
 from .slots import SlotPool
-from .starts import JobStarts
+from .starts import JobStarts, Taking
 from .stop_event import StopEvent
 from .watch import AttemptWatch
 from .worker_options import WorkerOptions
@@ -90,6 +91,9 @@ class JobWorker(JobStarts, HardStops):
         self.estimates = DurationEstimates()
         #: When the leases of the jobs in hand were last known good (claim or renewal).
         self.leases_confirmed = time.monotonic()
+        #: When this worker last claimed: it takes the next job of a key whose slot it
+        #: frees only within the claim budget of that, then looks at the queue again.
+        self.claimed_at = time.monotonic()
         # The supervisor reads this after a crash to tell the job that was running (its
         # attempt is spent) from claimed jobs that never started (handed back unspent).
         self.shared_current = shared_current
@@ -211,7 +215,9 @@ class JobWorker(JobStarts, HardStops):
                 while (job := self.next_held()) is not None:
                     if self.may_start(job):
                         self.attempts.run(job)
-                    self.free_slot(job)
+                    if (taken := self.free_slot(job)) is not None:
+                        with self.held_lock:
+                            self.held.insert(0, taken)  # its slot is held: it runs next
             finally:
                 self.watch.batch_finished()
             self.recorder.flush()
@@ -265,7 +271,7 @@ class JobWorker(JobStarts, HardStops):
         except DatabaseError:
             self.give_back(size)
             raise
-        self.leases_confirmed = time.monotonic()
+        self.leases_confirmed = self.claimed_at = time.monotonic()
         kept, surplus = (jobs, []) if limit is not None else self.estimates.keep(jobs)
         if surplus:
             self.claimer.unclaim(self.worker_id, surplus)
@@ -273,6 +279,27 @@ class JobWorker(JobStarts, HardStops):
         with self.held_lock:
             self.held = kept
         return kept
+
+    def may_take_next(self, since: float | None = None) -> Taking:
+        """A job that freed a concurrency slot ended: the worker takes the next job of its
+        key into that slot (`Claimer.pass_slot`) unless it is stopping or --max-jobs or
+        --stop-after leave it no start. Past a claim budget since its last claim (a slot's:
+        `since` its last assignment), only while no other job is due for it: a key's
+        backlog never keeps a worker from other work for longer than one job of it."""
+        if self.stopping.is_set():
+            return None
+        if self.options.max_jobs and self.jobs_done >= self.options.max_jobs:
+            return None
+        if self.budget is not None and self.budget.reserve(1) == 0:
+            return None
+        since = self.claimed_at if since is None else since
+        return "yes" if time.monotonic() - since < CLAIM_BUDGET_SECONDS else "if alone"
+
+    def served(self) -> tuple[Sequence[str] | None, Sequence[str]]:
+        return self.options.queues, self.options.excluded
+
+    def lease_seconds(self) -> float:
+        return self.conf.lease_seconds
 
     def give_back(self, starts: int) -> None:
         """Return unused starts to the --stop-after budget."""

@@ -77,6 +77,9 @@ class RecordingClaimer(Claimer):
     def free_slot(self, job_id: int, now: datetime | None = None) -> bool:
         return self.real.free_slot(job_id, now)
 
+    def pass_slot(self, *args: Any, **kwargs: Any) -> ClaimedJob | None:
+        return self.real.pass_slot(*args, **kwargs)
+
 
 class CountingWaiter(Waiter):
     """Waits not at all; stops the worker after `limit` idle waits. `on_wait` stands for

@@ -64,6 +64,23 @@ def test_concurrency_limit_with_four_workers(workers):
     assert set(Job.objects.filter(pk__in=a + b).values_list("attempts", flat=True)) == {1}
 
 
+def test_concurrency_limit_with_slots_passing_their_keys_on(workers):
+    """With --concurrency a slot whose job frees a key's slot takes the key's next job
+    itself (a handoff): the limit holds across processes and slots all the same, and a
+    backlog of a key does not hold up the plain jobs beside it."""
+    a = [limited.enqueue(account="sa", seconds=0.05).pk for _ in range(30)]
+    b = [limited.enqueue(account="sb", seconds=0.05).pk for _ in range(30)]
+    others = [record.enqueue(label="free").pk for _ in range(10)]
+    workers.start("-n", "2", "--concurrency", "3")
+    wait_for(lambda: all_done(a + b + others), timeout=90)
+    assert most_at_once(intervals("sa")) <= 2
+    assert most_at_once(intervals("sb")) <= 2
+    assert most_at_once(intervals("sa") + intervals("sb")) > 2
+    free_done = Execution.objects.filter(label="free").values_list("created_at", flat=True)
+    assert max(free_done) < max(end for _, end in intervals("sa") + intervals("sb"))
+    assert set(Job.objects.filter(pk__in=a + b).values_list("attempts", flat=True)) == {1}
+
+
 def test_rate_limits_per_job_and_per_queue(workers):
     jobs = [rated.enqueue(label=f"r{i}").pk for i in range(16)]
     queued = [record.using(queue="rq").enqueue(label="rq").pk for _ in range(12)]
