@@ -6,6 +6,7 @@ claim of the databases that have UPDATE … RETURNING. Vendor modules add their 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -19,7 +20,7 @@ from ..models import Job
 from ..rows import CLAIM_COLUMNS, ClaimedJob
 from ..states import CLAIMABLE, PARK, PARKED_OWNER, UNCLAIM, Status
 from .flow_keys import hold_key
-from .gate import FlowGate
+from .gate import Admitted, FlowGate
 from .paused import PausedQueues
 
 #: Seconds a job checked against its rate reservation may take to reach its handler.
@@ -90,10 +91,29 @@ class Claimer:
         if not jobs or self.gate.rules() is None:
             return jobs
         # Some handler or queue has a concurrency or rate limit (databases/gate.py).
-        admitted = self.gate.admit(self.database, worker_id, jobs, now, self.slot_count)
+        admitted = self.admit(worker_id, jobs, now)
         self.slots.update(admitted.slots)
         self.reserved.update(admitted.reserved)
         return admitted.jobs
+
+    def admit(self, worker_id: str, jobs: list[ClaimedJob], now: datetime) -> Admitted:
+        """The gate's decision on claimed `jobs` (`FlowGate.admit`), which runs in one
+        transaction of its own: one that deadlocked (MySQL/MariaDB) is tried again. If it
+        still fails, the claimed jobs go back unspent before the error is raised: they are
+        `running` under this worker's name, and a worker that never starts them would leave
+        them to their lease (a --burst run could end first)."""
+        for attempt in range(1, WAKE_TRIES + 1):
+            try:
+                return self.gate.admit(self.database, worker_id, jobs, now, self.slot_count)
+            except DatabaseError as exc:
+                deadlock = self.database is not None and self.database.is_deadlock(exc)
+                if deadlock and attempt < WAKE_TRIES:
+                    continue
+                # If this fails too, the jobs' leases bring them back (lease recovery).
+                with contextlib.suppress(DatabaseError):
+                    self.unclaim(worker_id, jobs)
+                raise
+        raise AssertionError("unreachable")
 
     def scope(
         self, queues: Sequence[str] | None, excluded: Sequence[str] = ()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
 from django_sqlqueue import pause_queue
@@ -186,3 +187,51 @@ class TestWorkerLoop:
         assert worker.work() == 0
         assert [ids for ids in claimer.claimed if ids] == [[jobs[1].pk]]
         assert worker.jobs_done == 3
+
+
+class DeadlockingGate:
+    """The real gate, whose transaction deadlocks the first `times` times (as InnoDB picks
+    a victim among two lock waits)."""
+
+    def __init__(self, real: Any, times: int) -> None:
+        self.real = real
+        self.times = times
+
+    def rules(self) -> Any:
+        return self.real.rules()
+
+    def admit(self, *args: Any, **kwargs: Any) -> Any:
+        if self.times:
+            self.times -= 1
+            raise OperationalError(1213, "Deadlock found when trying to get lock (injected)")
+        return self.real.admit(*args, **kwargs)
+
+
+def deadlocking_claimer(alias: str, times: int, monkeypatch: Any) -> Any:
+    claimer = queue_database(alias).claimer()
+    claimer.gate = DeadlockingGate(claimer.gate, times)
+    # Every database's way to tell a deadlock a retry may get past, here: the injected one.
+    monkeypatch.setattr(claimer.database, "is_deadlock", lambda exc: "Deadlock" in str(exc))
+    return claimer
+
+
+def test_a_gate_that_deadlocked_is_tried_again(alias, monkeypatch):
+    jobs = [limited.enqueue(account="d") for _ in range(2)]
+    claimer = deadlocking_claimer(alias, 1, monkeypatch)
+    assert [j.id for j in claimer.claim("w1", None, 10, 60, timezone.now())] == [jobs[0].pk]
+    assert claimer.slots == {jobs[0].pk: "account:d"}
+
+
+def test_a_gate_that_keeps_failing_hands_the_claimed_jobs_back(alias, monkeypatch):
+    """Claimed (running, this worker's) before the gate's transaction failed: handed back
+    unspent, not left to their lease while the worker goes on without them."""
+    jobs = [limited.enqueue(account="d") for _ in range(2)]
+    plain = noop.enqueue()
+    claimer = deadlocking_claimer(alias, 99, monkeypatch)
+    with pytest.raises(OperationalError):
+        claimer.claim("w1", None, 10, 60, timezone.now())
+    rows = Job.objects.filter(pk__in=[*pk(jobs), plain.pk])
+    assert (
+        sorted(rows.values_list("status", "attempts", "lease_owner"))
+        == [(Status.PENDING, 0, "")] * 3
+    )
