@@ -215,6 +215,7 @@ SCENARIOS: dict[str, Scenario] = {
             "limit_use",
             full=[
                 {"limit": "concurrency", "jobs": 2_000, "workers": 8, "keys": 4, "sleep_ms": 20},
+                {"limit": "concurrency", "jobs": 800, "workers": 8, "keys": 4, "sleep_ms": 100},
                 {"limit": "rate", "jobs": 1_000, "workers": 4},
             ],
             quick=[
