@@ -325,6 +325,14 @@ misbehave_run() {
     step "chaos --misbehave ($joined)" env PYTHONPATH="$REPO_ROOT" "${STACK_PY[$MAIN_STACK]}" \
         -m benchmarks.chaos --misbehave --db "$joined" --seconds 20 \
         --db-name "chaos_misbehave_$RUN_ID" --out "$RUN_TMP/chaos-misbehave"
+    # With slots, an os._exit(0) also costs the jobs in flight beside it an attempt each:
+    # once more on SQLite, the default database, with four slots per process.
+    if [ "${DB_UP[sqlite]:-0}" = 1 ] && selected sqlite "${ONLY_DBS[@]}"; then
+        step "chaos --misbehave --concurrency 4 (sqlite)" env PYTHONPATH="$REPO_ROOT" \
+            "${STACK_PY[$MAIN_STACK]}" -m benchmarks.chaos --misbehave --concurrency 4 \
+            --db sqlite --seconds 20 --db-name "chaos_misbehave_slots_$RUN_ID" \
+            --out "$RUN_TMP/chaos-misbehave-slots"
+    fi
 }
 
 # Wagtail, a real client of django.tasks, on our backend (tests/integration, docs/tasks.md):

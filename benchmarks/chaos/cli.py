@@ -90,10 +90,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
-    if args.misbehave and args.concurrency > 1:
-        # Its checks hold a misbehaving handler to its own attempt; in a slot, os._exit(0)
-        # ends the process, and the attempts of the jobs in flight beside it are spent too.
-        parser.error("--misbehave checks one job per worker process: drop --concurrency")
     if args.long:
         args.seconds = LONG_SECONDS
     if args.restart_db:

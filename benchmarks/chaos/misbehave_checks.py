@@ -13,9 +13,9 @@ from collections.abc import Callable
 from . import checks
 from .batches import CHECKS as BATCH_CHECKS
 from .effects import check_atomic_counter
-from .evidence import Evidence, timestamp
+from .evidence import Evidence, JobRow, timestamp
 from .facts import RECORDED, TAKEN_AWAY, TROUBLE_EVENTS, Check, Facts, examples
-from .misbehave import MISBEHAVING, SLOT_GAP_SECONDS, expected_end
+from .misbehave import DEAD, LOST, MISBEHAVING, SLOT_GAP_SECONDS, expected_end
 from .mix import COMPLETED, KINDS
 from .workflows import CHECKS as WORKFLOW_CHECKS
 from .workflows import abandoned
@@ -32,6 +32,39 @@ def normal_part(ev: Evidence) -> Evidence:
     return dataclasses.replace(
         ev, jobs=jobs, executions=[e for e in ev.executions if e.job_id in ids]
     )
+
+
+#: Misbehaving kinds that end their worker process. Under --concurrency C the jobs in flight
+#: in its other slots then go back as after any crash: those that had started spend an
+#: attempt ("lost"), those handed to a slot but not started go back unspent (docs/workers.md).
+PROCESS_ENDING = ("exit0",)
+
+
+def process_endings(f: Facts) -> dict[str, list[float]]:
+    """Worker id → when process-ending handlers started in it (its process ended there)."""
+    endings: dict[str, list[float]] = defaultdict(list)
+    for e in f.ev.executions:
+        if e.kind in PROCESS_ENDING and e.worker_id:
+            endings[e.worker_id].append(e.started)
+    return endings
+
+
+def ended_beside(f: Facts, job: JobRow) -> list[dict]:
+    """The attempts of `job` taken away because a process-ending handler ended the worker
+    process they ran in, beside it in another slot (--concurrency only): taken away in that
+    worker, recovered within the bound an exit's recovery has."""
+    if f.ev.concurrency <= 1 or job.kind in PROCESS_ENDING:
+        return []
+    endings = process_endings(f)
+    bound = f.ev.lease * EXIT_RECOVERY_LEASES
+    beside = []
+    for item in job.history:
+        recovered = timestamp(item.get("finished_at"))
+        if item.get("outcome") not in TAKEN_AWAY or recovered is None:
+            continue
+        if any(0 <= recovered - ended <= bound for ended in endings.get(item.get("worker"), [])):
+            beside.append(item)
+    return beside
 
 
 def check_misbehaviour_happened(f: Facts) -> Check:
@@ -60,11 +93,18 @@ def check_misbehaving_ends(f: Facts) -> Check:
         if job.kind not in MISBEHAVING:
             continue
         want = expected_end(job.kind)
-        outcomes = [e.get("outcome") for e in job.history]
+        beside = ended_beside(f, job)
+        own = [e for e in job.history if e not in beside]
+        outcomes = [e.get("outcome") for e in own]
+        spent = sum(1 for e in beside if e.get("outcome") == LOST)
+        # A job that fails every attempt has fewer left after those spent beside an exit.
+        attempts = want.attempts - spent if want.status == DEAD else want.attempts
         problem = ""
-        if job.status != want.status or outcomes != [want.outcome] * want.attempts:
+        if spent >= MISBEHAVING[job.kind].max_attempts and job.status == DEAD and not own:
+            pass  # every attempt was spent beside a process-ending handler
+        elif job.status != want.status or outcomes != [want.outcome] * attempts:
             problem = f"{job.status} after {outcomes}"
-        for entry in job.history:
+        for entry in own:
             if want.error not in entry.get("error", ""):
                 problem = f"error {entry.get('error', '')[:120]!r}"
             elif not str(entry.get("exception", "")).endswith(want.exception):
@@ -120,24 +160,33 @@ def check_normal_exactly_once(f: Facts) -> Check:
     # A workflow step cancelled because a job it waits for failed never ran, as it should
     # (the workflow checks look at those).
     normal = [j for j in f.ev.jobs if j.kind in KINDS and not abandoned(j)]
-    completed = 0
+    completed = ended_beside_exits = 0
     for job in normal:
-        taken = [e.get("outcome") for e in job.history if e.get("outcome") in TAKEN_AWAY]
+        beside = ended_beside(f, job)
+        ended_beside_exits += len(beside)
+        taken = [
+            e.get("outcome")
+            for e in job.history
+            if e.get("outcome") in TAKEN_AWAY and e not in beside
+        ]
         recorded = sum(1 for e in job.history if e.get("outcome") in RECORDED)
+        # An attempt lost beside an exit may have started its handler or not yet.
+        lost_beside = sum(1 for e in beside if e.get("outcome") == LOST)
         runs = len(f.executions.get(job.id, []))
         completions = sum(1 for e in job.history if e.get("outcome") == COMPLETED)
         completed += completions
         should_complete = job.kind not in ("doomed", "hang")
         if taken:
             wrong.append(f"job {job.id} {job.kind}: attempts taken away {taken}")
-        elif runs != recorded:
+        elif not recorded <= runs <= recorded + lost_beside:
             wrong.append(f"job {job.id} {job.kind}: ran {runs} times, {recorded} outcomes")
         elif completions != int(should_complete):
             wrong.append(f"job {job.id} {job.kind}: {completions} completions")
+    beside = f"; {ended_beside_exits} attempts ended beside an exit" if f.ev.concurrency > 1 else ""
     return Check(
         "normal jobs ran exactly once per recorded attempt, completed once",
         not wrong,
-        f"{len(normal)} normal jobs, {completed} completions, {len(wrong)} wrong",
+        f"{len(normal)} normal jobs, {completed} completions, {len(wrong)} wrong{beside}",
         examples(wrong),
     )
 

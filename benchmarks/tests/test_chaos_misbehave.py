@@ -212,6 +212,63 @@ def gil_job_left_running(ev: Evidence) -> None:
     _job(ev, "gil").status = "running"
 
 
+def lost_beside_an_exit(ev: Evidence, concurrency: int, after: float = 0.01) -> None:
+    """Under --concurrency, a normal job and a `raise` job were in flight in other slots of
+    the process an `os._exit(0)` ended: each spent an attempt there (recovered `after` the
+    exit), ran again elsewhere and ended as its handler says."""
+    ev.concurrency = concurrency
+    exit_job = _job(ev, "exit0")
+    died = next(e for e in ev.executions if e.job_id == exit_job.id and e.attempt == 1)
+    recovered = died.started + after
+    fast = _job(ev, "fast")
+    fast.history = [
+        entry(1, W_B, "lost", recovered, "Worker host:2:bbb exited with status 0"),
+        entry(2, W_A, "completed", T0 + 40),
+    ]
+    fast.attempts = 2
+    ev.executions = [e for e in ev.executions if e.job_id != fast.id]
+    ev.executions += [
+        ExecutionRow(fast.id, "t1", "fast", 1, PID_B, W_B, died.started - 0.01, None),
+        ExecutionRow(fast.id, "t1", "fast", 2, PID_A, W_A, T0 + 39.9, T0 + 40),
+    ]
+    raising = _job(ev, "raise")
+    first = raising.history[0]
+    raising.history = [
+        entry(1, W_B, "lost", recovered, "Worker host:2:bbb exited with status 0"),
+        {**first, "attempt": 2, "worker": W_A},
+    ]
+    ev.executions = [e for e in ev.executions if e.job_id != raising.id]
+    ev.executions += [
+        ExecutionRow(raising.id, raising.token, "raise", 1, PID_B, W_B, died.started, None),
+        ExecutionRow(raising.id, raising.token, "raise", 2, PID_A, W_A, T0 + 41, T0 + 41),
+    ]
+
+
+def test_under_concurrency_jobs_beside_an_exit_may_spend_an_attempt() -> None:
+    evidence = copy.deepcopy(consistent_run())
+    lost_beside_an_exit(evidence, concurrency=4)
+    results = verdicts(evidence)
+    assert not [c for c in results.values() if not c.passed], [
+        (c.name, c.detail, c.examples) for c in results.values() if not c.passed
+    ]
+    assert "1 attempts ended beside an exit" in results[NORMAL].detail
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "after"),
+    [(1, 0.01), (4, LEASE)],
+    ids=["one-slot-workers", "recovered-by-the-lease"],
+)
+def test_a_job_lost_otherwise_still_fails(concurrency: int, after: float) -> None:
+    """Without slots nothing runs beside an exit; and an attempt recovered long after the
+    exit was not ended by it."""
+    evidence = copy.deepcopy(consistent_run())
+    lost_beside_an_exit(evidence, concurrency, after)
+    results = verdicts(evidence)
+    assert not results[NORMAL].passed
+    assert not results[ENDS].passed
+
+
 ENDS = "each misbehaving job ended as documented, with its error"
 HAPPENED = "every misbehaving handler ran"
 EXIT = "os._exit(0) in a handler is recovered at once, not at lease expiry"
