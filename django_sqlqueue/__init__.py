@@ -96,12 +96,14 @@ def run_now(job: Job | int, /) -> OperationResult:
     return operations.run_now(job)
 
 
-def pause_queue(name: str, /, *, by: str = "", reason: str = "") -> bool:
-    """Stop workers claiming from queue `name` (within about a second; running jobs finish
-    normally, new jobs are still accepted). True if it was not paused already."""
+def pause_queue(name: str, /, *, by: str = "", reason: str = "", wait: bool = True) -> bool:
+    """Stop workers starting jobs of queue `name`: once this returns (inside a transaction,
+    once that commits), no job of it starts; running jobs finish normally, new jobs are still
+    accepted. It waits up to a second for that while workers run (`wait=False`: it does
+    not, and workers stop within about a second). True if it was not paused already."""
     from . import operations
 
-    return operations.pause_queue(name, by=by, reason=reason)
+    return operations.pause_queue(name, by=by, reason=reason, wait=wait)
 
 
 def resume_queue(name: str, /) -> bool:

@@ -10,6 +10,7 @@ claiming or finishing the same job at that moment wins and the job is left alone
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +23,8 @@ from .conf import get_settings
 from .databases import QueueDatabase, queue_database
 from .databases.batches import finish_all
 from .databases.dependencies import release_dependents, rewait_abandoned
-from .models import Job, JobBatch, JobDependency, QueueState
+from .databases.paused import PAUSED_TTL
+from .models import Job, JobBatch, JobDependency, QueueState, Worker
 from .models.flow import PAUSED_BY_LENGTH, REASON_LENGTH
 from .queries import jobs
 from .states import (
@@ -269,12 +271,21 @@ def prune_completed(days: float, *, alias: str | None = None, batch_size: int = 
 
 
 # Queues ------------------------------------------------------------------------------------
-# A paused queue keeps its jobs and accepts new ones; workers stop claiming from it within
-# about a second, and jobs already running finish normally.
+# A paused queue keeps its jobs and accepts new ones; once `pause_queue` returns (or, called
+# inside a transaction, once that commits) no worker starts a job of it, and jobs already
+# running finish normally.
 
 
-def pause_queue(name: str, *, by: str = "", reason: str = "", using: str | None = None) -> bool:
-    """Stop workers claiming from queue `name`; True if it was not paused already."""
+def pause_queue(
+    name: str, *, by: str = "", reason: str = "", wait: bool = True, using: str | None = None
+) -> bool:
+    """Stop workers starting jobs of queue `name`; True if it was not paused already.
+
+    With `wait` (the default) it returns only once no worker can start a job of the queue
+    any more: a worker reads the paused queues again when its reading is `PAUSED_TTL` (one
+    second) old, and looks at its reading before it starts each job, so this waits until
+    every reading from before the pause is that old. Inside a transaction the wait comes
+    when it commits (the pause is not visible before)."""
     alias = using or get_settings().database
     queue = check_queue(name)
     by = check_note(by, "by", PAUSED_BY_LENGTH)
@@ -288,13 +299,25 @@ def pause_queue(name: str, *, by: str = "", reason: str = "", using: str | None 
                 queue=queue, defaults={"paused_at": now, "paused_by": by, "reason": reason}
             )
         )
-        if created:
-            return True
-        if state.paused_at is not None:
-            return False
-        state.paused_at, state.paused_by, state.reason, state.updated_at = now, by, reason, now
-        state.save(using=alias)
-    return True
+        changed = created or state.paused_at is None
+        if not created and state.paused_at is None:
+            state.paused_at, state.paused_by, state.reason, state.updated_at = now, by, reason, now
+            state.save(using=alias)
+        # Already paused a moment ago: the readings from before that pause may be fresh yet.
+        since = (
+            0.0 if changed or state.paused_at is None else (now - state.paused_at).total_seconds()
+        )
+    if wait and since < PAUSED_TTL:
+        transaction.on_commit(lambda: outlast_paused_readings(alias, since), using=alias)
+    return changed
+
+
+def outlast_paused_readings(alias: str, since: float) -> None:
+    """Wait until every worker's reading of the paused queues from before a pause `since`
+    seconds old is too old to be used. Without a worker registered there is nothing to wait
+    for: a worker that registers later reads the paused queues before its first claim."""
+    if Worker.objects.using(alias).exists():
+        time.sleep(PAUSED_TTL - since)
 
 
 def resume_queue(name: str, *, using: str | None = None) -> bool:

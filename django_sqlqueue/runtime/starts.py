@@ -15,6 +15,7 @@ from django.db import DatabaseError, connections
 
 from ..databases import queue_database
 from ..databases.claiming import Claimer
+from ..probes import probe
 from ..rows import ClaimedJob
 from .connections import reset_connection
 from .recording import OutcomeRecorder
@@ -35,9 +36,16 @@ class JobStarts:
         """Return unused starts to the --stop-after budget (none without it)."""
 
     def may_start(self, job: ClaimedJob) -> bool:
-        """Ask the flow gate whether `job` may start now (a rate limit counts starts); a job
-        that may not is parked by it. If the database cannot answer, the job is handed back."""
+        """Whether `job` may start now: not if its queue was paused since it was claimed
+        (handed back, unspent: what `pause_queue` promises once it returns); else ask the
+        flow gate (a rate limit counts starts; a job that may not start is parked by it). If
+        the database cannot answer, the job is handed back."""
         try:
+            if job.queue in self.claimer.paused.current():
+                probe("paused-hand-back", queue=job.queue, job=job.id)
+                self.give_back(1)
+                self.unclaim_quietly([job])
+                return False
             if self.claimer.admit_start(self.worker_id, job):
                 return True
             self.give_back(1)

@@ -74,6 +74,10 @@ class RecordingClaimer(Claimer):
     def slots(self) -> dict[int, str]:  # type: ignore[override]
         return self.real.slots
 
+    @property
+    def paused(self) -> Any:  # type: ignore[override]
+        return self.real.paused
+
     def free_slot(self, job_id: int, now: datetime | None = None) -> bool:
         return self.real.free_slot(job_id, now)
 

@@ -460,7 +460,7 @@ FRENCH = {
                       "Activer les planifications sélectionnées"],
     "schedule": ["Déclaration", "Exécutions", "Cron dans le code", "Échéances manquées",
                  "(celle de la tâche)", "En clair"],
-    "queues": ["Les workers cessent de prendre des tâches", "En pause", "Reprendre",
+    "queues": ["aucune tâche de la file ne démarre", "En pause", "Reprendre",
                "Mettre en pause", "motif (facultatif)", "Mettre en pause une autre file :",
                "En attente de dépendances", "En échec (nouvel essai prévu)"],
     "batch list": ["Fermé", "2 sur 4 membres terminés", "1 morte", "Par état", "rappel",

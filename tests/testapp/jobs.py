@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import F
 from django.dispatch import receiver
 
-from django_sqlqueue import Discard, Retry, job
+from django_sqlqueue import Discard, Retry, job, pause_queue
 from django_sqlqueue.signals import job_completed, job_dead, job_started
 
 from .models import Counter, Execution, SignalLog
@@ -414,3 +414,9 @@ def open_batch(context, size=3, label="inner"):
         for index in range(size):
             record.enqueue(label=f"{label}-{index}")
     return opened.id
+
+
+@job("tests.pause_own_queue")
+def pause_own_queue(queue, wait=True):
+    """Pauses `queue` from inside a job: the jobs claimed with it must not start after."""
+    pause_queue(queue, wait=wait)

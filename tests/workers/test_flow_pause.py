@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 import django_sqlqueue
 from django_sqlqueue.models import Job, Worker
@@ -54,3 +55,25 @@ def test_pause_with_workers_running(workers, probes: Probes):
         reread = probes.find("paused-read", after=resumed, pid=execution.worker_pid, paused=[])
         assert reread, f"job {job.pk} ran before its worker saw the resume"
         assert reread[0]["at"] <= execution.created_at.timestamp()
+
+
+def test_no_job_of_a_paused_queue_starts_once_pause_queue_returned(workers, probes: Probes):
+    """pause_queue returns only once no worker can start a job of the queue: neither one it
+    holds in a claimed batch nor one a claim with its last reading of the paused queues
+    takes. Before, it returned at once, and a busy worker went on starting the queue's jobs
+    for up to a second."""
+    workers.start("-n", "2")
+    wait_for(lambda: Worker.objects.count() == 2, timeout=30)
+    stream = record.using(queue="mail")
+    stream.enqueue_many([{"label": "stream"} for _ in range(20_000)])
+    started = Execution.objects.filter(label="stream")
+    wait_for(lambda: started.count() >= 200, timeout=60)
+    django_sqlqueue.pause_queue("mail")
+    returned = timezone.now()
+    idle = probes.mark()
+    for pid in Worker.objects.values_list("pid", flat=True):
+        probes.wait("worker-idle", after=idle, pid=pid)
+    late = started.filter(created_at__gt=returned)
+    assert not late.exists(), f"{late.count()} jobs of the paused queue started after it returned"
+    assert Job.objects.filter(queue="mail", status=Status.PENDING).count() > 0
+    assert not Job.objects.filter(queue="mail", status=Status.RUNNING).exists()

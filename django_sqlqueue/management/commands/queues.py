@@ -16,8 +16,8 @@ from ..base import QueueCommand
 
 class Command(QueueCommand):
     help = (
-        "List the queues (jobs per status, paused or not), or pause and resume one: workers "
-        "stop claiming from a paused queue within about a second."
+        "List the queues (jobs per status, paused or not), or pause and resume one: once "
+        "`queues pause` has returned, no job of the queue starts."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
