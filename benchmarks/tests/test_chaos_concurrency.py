@@ -260,6 +260,6 @@ def test_the_command_line_takes_a_concurrency() -> None:
     assert parse_args([]).concurrency == 1
     assert parse_args(["--db", "postgres", "--concurrency", "8"]).concurrency == 8
     assert parse_args(["-c", "4"]).concurrency == 4
-    for wrong in (["-c", "0"], ["--misbehave", "-c", "4"]):
-        with pytest.raises(SystemExit):
-            parse_args(wrong)
+    assert parse_args(["--misbehave", "-c", "4"]).concurrency == 4  # its checks allow slots
+    with pytest.raises(SystemExit):
+        parse_args(["-c", "0"])
