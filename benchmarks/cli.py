@@ -24,6 +24,7 @@ from typing import Any
 
 from .databases import PEER_SQLITE_TUNING, VENDORS, bench_dir, server_version
 from .measure import RESULT_PREFIX
+from .ratios import ratio_table
 from .report import LABELS, pivot, table
 from .scenarios import SCENARIOS, variant_label
 from .systems import DRIVER_MODULES, PEER_MODULES, SYSTEMS, system_class, systems_for
@@ -293,6 +294,10 @@ def run(args: argparse.Namespace) -> int:
     output.write_text(json.dumps(record, indent=1))
     print()
     print(table(record["results"]))
+    targets = ratio_table(record["results"])
+    if targets:
+        print("\nThe per-job cost targets (issue 27), medians of this run:\n")
+        print(targets)
     print(f"\nRaw results: {output}")
     return 0 if all(r["status"] != "error" for r in record["results"]) else 1
 
@@ -305,4 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     print(pivot(results))
     print()
     print(table(results))
+    targets = ratio_table(results)
+    if targets:
+        print()
+        print(targets)
     return 0

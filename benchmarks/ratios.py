@@ -1,0 +1,131 @@
+"""The per-job cost targets as ratios of medians measured side by side in one run: ours
+against Django's own `create()`, the best peer and the raw driver. Only ratios whose two
+sides are both in the results are printed (a run of some scenarios prints some ratios)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .report import LABELS, fmt
+
+PEERS = ("tasks_db", "procrastinate", "huey")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One median: a scenario's variant (params that must match) and system, one metric."""
+
+    scenario: str
+    params: dict[str, Any]
+    systems: tuple[str, ...]
+    metric: str = "jobs_per_s"
+    #: What the table calls it (default: the system's label).
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    ours: Side
+    against: Side
+    #: The least the ratio should be, per database (None: no target there).
+    least: Callable[[str], float | None]
+
+
+def everywhere(value: float) -> Callable[[str], float]:
+    return lambda db: value
+
+
+def per_db(**values: float) -> Callable[[str], float | None]:
+    return lambda db: values.get(db)
+
+
+def ours(scenario: str, metric: str = "jobs_per_s", **params: Any) -> Side:
+    return Side(scenario, params, ("sqlqueue",), metric)
+
+
+def peers(scenario: str, **params: Any) -> Side:
+    return Side(scenario, params, PEERS)
+
+
+TARGETS = (
+    Target(
+        "enqueue, single ÷ Django's create() of the same columns",
+        ours("enqueue", mode="single"),
+        Side("enqueue_floor", {"mode": "create"}, ("raw",), label="Django create()"),
+        everywhere(0.9),
+    ),
+    Target(
+        "enqueue, single ÷ the best peer's",
+        ours("enqueue", mode="single"),
+        peers("enqueue", mode="single"),
+        everywhere(1.5),
+    ),
+    Target(
+        "drain 3,000, -n 4 ÷ the best peer's",
+        ours("drain", jobs=3_000, workers=4),
+        peers("drain", jobs=3_000, workers=4),
+        everywhere(1.0),
+    ),
+    Target(
+        "drain 30,000, -n 4 ÷ the best peer's",
+        ours("drain", jobs=30_000, workers=4),
+        peers("drain", jobs=30_000, workers=4),
+        per_db(sqlite=2.0, postgres=5.0, mysql=4.0),
+    ),
+    Target(
+        "steady drain 30,000, -n 1 ÷ the raw per-job floor (1 process, one at a time)",
+        ours("drain", "steady_jobs_per_s", jobs=30_000, workers=1),
+        Side("floor", {"workers": 1, "batch": 1}, ("raw",), label="raw sqlite3"),
+        per_db(sqlite=0.75),
+    ),
+)
+
+
+def median_of(results: list[dict[str, Any]], db: str, side: Side) -> tuple[float, str] | None:
+    """The best median among `side`'s systems on `db`, and which system gave it."""
+    best: tuple[float, str] | None = None
+    for system in side.systems:
+        values = [
+            r["metrics"][side.metric]
+            for r in results
+            if r["db"] == db
+            and r["scenario"] == side.scenario
+            and r["system"] == system
+            and r["status"] == "ok"
+            and not r.get("warmup")
+            and side.metric in r["metrics"]
+            and all(r["params"].get(k) == v for k, v in side.params.items())
+        ]
+        if values:
+            value = statistics.median(values)
+            if best is None or value > best[0]:
+                best = (value, system)
+    return best
+
+
+def ratio_table(results: list[dict[str, Any]]) -> str:
+    """Markdown: each target whose two sides were measured, per database."""
+    lines = [
+        "| DB | ratio | ours | against | ratio | target |",
+        "|---|---|---|---|---|---|",
+    ]
+    for db in sorted({r["db"] for r in results}):
+        for target in TARGETS:
+            mine = median_of(results, db, target.ours)
+            theirs = median_of(results, db, target.against)
+            if mine is None or theirs is None or not theirs[0]:
+                continue
+            ratio = mine[0] / theirs[0]
+            least = target.least(db)
+            met = "met" if least is not None and ratio >= least else "NOT met"
+            verdict = "-" if least is None else f"≥ {least:g}: {met}"
+            label = target.against.label or LABELS.get(theirs[1], theirs[1])
+            lines.append(
+                f"| {db} | {target.name} | {fmt(mine[0])} | {fmt(theirs[0])} ({label}) "
+                f"| {ratio:.2f} | {verdict} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""

@@ -1,0 +1,79 @@
+"""The issue-27 ratio table (benchmarks/ratios.py) on made-up results: medians of matching
+variants only, the best peer, targets per database, and ratios left out when a side is
+missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.ratios import ratio_table
+
+
+def result(db: str, scenario: str, system: str, value: float, **params: Any) -> dict[str, Any]:
+    metric = params.pop("metric", "jobs_per_s")
+    return {
+        "db": db,
+        "scenario": scenario,
+        "system": system,
+        "params": params,
+        "status": "ok",
+        "metrics": {metric: value},
+    }
+
+
+def rows(table: str) -> list[list[str]]:
+    lines = table.splitlines()[2:]  # below the header
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def test_medians_of_matching_variants_against_the_best_peer() -> None:
+    results = [
+        *(result("sqlite", "enqueue", "sqlqueue", v, mode="single") for v in (900, 1000, 5000)),
+        result("sqlite", "enqueue", "sqlqueue", 99_999, mode="bulk"),  # another variant
+        result("sqlite", "enqueue", "huey", 600, mode="single"),
+        result("sqlite", "enqueue", "tasks_db", 100, mode="single"),
+        result("sqlite", "enqueue_floor", "raw", 2000, mode="create"),
+    ]
+    table = rows(ratio_table(results))
+    assert table == [
+        [
+            "sqlite",
+            "enqueue, single ÷ Django's create() of the same columns",
+            "1,000",
+            "2,000 (Django create())",
+            "0.50",
+            "≥ 0.9: NOT met",
+        ],
+        [
+            "sqlite",
+            "enqueue, single ÷ the best peer's",
+            "1,000",
+            "600 (Huey)",
+            "1.67",
+            "≥ 1.5: met",
+        ],
+    ]
+
+
+def test_targets_per_database_and_missing_sides() -> None:
+    results = [
+        result("postgres", "drain", "sqlqueue", 3000, jobs=30_000, workers=4),
+        result("postgres", "drain", "procrastinate", 500, jobs=30_000, workers=4),
+        result("mysql", "drain", "sqlqueue", 3000, jobs=30_000, workers=4),  # no peer ran
+        result(
+            "postgres",
+            "drain",
+            "sqlqueue",
+            9000,
+            jobs=30_000,
+            workers=1,
+            metric="steady_jobs_per_s",
+        ),
+        result("postgres", "floor", "raw", 1000, workers=1, batch=1, jobs=10_000),
+    ]
+    table = rows(ratio_table(results))
+    assert [(row[0], row[4], row[5]) for row in table] == [
+        ("postgres", "6.00", "≥ 5: met"),
+        ("postgres", "9.00", "-"),  # the floor target is SQLite's
+    ]
+    assert ratio_table([results[2]]) == ""
