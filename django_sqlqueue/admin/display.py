@@ -98,11 +98,18 @@ def badge(text: str, css: str, title: str = "") -> SafeString:
 
 
 def human_seconds(seconds: float | None) -> str:
-    """`0.25s`, `42s`, `3m 20s`, `5h 02m`, `3d 4h`: short enough for a table cell."""
+    """`850 µs`, `4.2 ms`, `0.25s`, `42s`, `3m 20s`, `5h 02m`, `3d 4h`: short enough for a
+    table cell, and never `0.00s` for a job that took a few milliseconds."""
     if seconds is None:
         return EMPTY
     if seconds < 0:
         return "-" + human_seconds(-seconds)
+    if seconds < 0.001:
+        return _("%(microseconds)d µs") % {"microseconds": round(seconds * 1_000_000)}
+    if seconds < 0.01:
+        return _("%(milliseconds)s ms") % {
+            "milliseconds": number_format(seconds * 1000, decimal_pos=1)
+        }
     if seconds < 10:
         # 0.25 in English, 0,25 in French: the active language's decimal separator.
         return _("%(seconds)ss") % {"seconds": number_format(seconds, decimal_pos=2)}

@@ -269,4 +269,11 @@ class JobAdmin(
             return display.EMPTY
         hover = text if len(text) < ERROR_PREVIEW else text + "…"
         line = display.short_error(display.first_line(text, 300))
+        if obj.status == Status.COMPLETED:
+            # An earlier attempt's error: the job has since completed, so it is not a failure
+            # now, and is not shown as one.
+            hover = _("An earlier attempt failed: %(error)s") % {"error": hover}
+            return format_html(
+                '<span class="sq-error-line sq-error-old" title="{}">{}</span>', hover, line
+            )
         return format_html('<span class="sq-error-line" title="{}">{}</span>', hover, line)

@@ -11,6 +11,7 @@ ATTEMPT_COLUMNS = ["#", "outcome", "worker", "started", "took", "error"]
 #: Text the admin's CSS colours, checked against its background in both themes.
 COLOURED = (
     ".sq-error-line",
+    ".sq-error-old",
     ".sq-sub",
     ".sq-count",
     ".sq-summary-backlog",

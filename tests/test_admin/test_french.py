@@ -256,6 +256,8 @@ def test_messages_counts_durations_and_schedules_in_french(french):
     assert count_text(EXACT, 0) == "0 tâche"  # French: the singular for 0 and 1
     assert count_text(ESTIMATE, 1_000_000) == f"environ 1{NBSP}000{NBSP}000 tâches"
     assert display.human_seconds(0.25) == f"0,25{NBSP}s"
+    assert display.human_seconds(0.0042) == f"4,2{NBSP}ms"
+    assert display.human_seconds(0.00085) == f"850{NBSP}µs"
     assert display.human_seconds(200) == f"3{NBSP}min 20{NBSP}s"
     assert display.human_seconds(4000) == f"1{NBSP}h 06{NBSP}min"
     assert display.relative(timezone.now() - timedelta(seconds=42)) == f"il y a 42{NBSP}s"

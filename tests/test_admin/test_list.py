@@ -52,6 +52,28 @@ def test_columns_show_status_badge_attempts_duration_and_short_error(viewer):
     assert len(hover) == ERROR_PREVIEW + 1 and hover.endswith("…")  # what the list reads
 
 
+def test_a_completed_jobs_earlier_error_is_not_shown_as_a_failure(viewer):
+    """A job that failed once and then completed keeps its last error: the list shows it
+    quiet, as an earlier attempt's, not in the failure colour; and a job that took a few
+    milliseconds says how many, not 0.00s."""
+    now = timezone.now()
+    job_in(
+        Status.COMPLETED,
+        attempts=2,
+        started_at=now - timedelta(microseconds=4200),
+        finished_at=now,
+        last_error="ConnectionError: reset by peer",
+    )
+    content = get_list(viewer).content.decode()
+    [(hover, line)] = re.findall(
+        r'<span class="sq-error-line sq-error-old" title="([^"]*)">([^<]*)</span>', content
+    )
+    assert line == "ConnectionError: reset by peer"
+    assert hover == "An earlier attempt failed: ConnectionError: reset by peer"
+    assert '<span class="sq-error-line" ' not in content
+    assert "took 4.2 ms" in content
+
+
 def test_columns_of_waiting_and_running_jobs(viewer):
     now = timezone.now()
     job_in(Status.FAILED, run_at=now + timedelta(minutes=5))

@@ -259,7 +259,7 @@ def test_messages_counts_and_times_use_plural_forms(pseudo_language):
     for kind in (EXACT, ESTIMATE, AT_LEAST):
         for count in (1, 12_000):
             assert untranslated(count_text(kind, count), []) == []
-    for seconds in (0.5, 42, 200, 4000, 400_000):
+    for seconds in (0.0004, 0.004, 0.5, 42, 200, 4000, 400_000):
         assert untranslated(display.human_seconds(seconds), []) == []
 
 
