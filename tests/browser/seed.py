@@ -90,6 +90,7 @@ class Seeded:
     failed: Job
     running: Job
     pending: list[Job]
+    retried: Job  # welcome email: failed once, then completed in 4.2 ms
 
 
 def seed_queue(now: datetime | None = None) -> Seeded:
@@ -195,6 +196,16 @@ def seed_queue(now: datetime | None = None) -> Seeded:
             attempt(2, workers[1], now - timedelta(minutes=21), 120.0, "timeout"),
         ],
     )
+    retried = add(
+        Status.COMPLETED,
+        WELCOME,
+        "mail",
+        timedelta(minutes=8),
+        kwargs={"to": "grace@example.org", "name": "Grace"},
+        attempts=2,
+        took=0.0042,
+        last_error="SMTPServerDisconnected: Connection unexpectedly closed",
+    )
     failed = add(
         Status.FAILED,
         WELCOME,
@@ -280,4 +291,4 @@ def seed_queue(now: datetime | None = None) -> Seeded:
         jobs_done=88,
         current_job_id=stuck.pk,
     )
-    return Seeded(dead_recent, dead_recent_other, dead_old, failed, running, pending)
+    return Seeded(dead_recent, dead_recent_other, dead_old, failed, running, pending, retried)

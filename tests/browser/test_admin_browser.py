@@ -178,6 +178,15 @@ def check_pages_fit(
         "css selector", ".sq-error-line"
     )
     assert "SMTPServerDisconnected" in failed_error.text
+    # The same error on a job that completed since: an earlier attempt's, not in red.
+    retried_row = find(browser, f"#result_list input[value='{seeded.retried.pk}']")
+    retried_cells = retried_row.find_element("xpath", "ancestor::tr")
+    old_error = retried_cells.find_element("css selector", ".sq-error-line.sq-error-old")
+    assert "SMTPServerDisconnected" in old_error.text
+    assert old_error.value_of_css_property("color") != failed_error.value_of_css_property("color")
+    assert (
+        "took 4.2 ms" in retried_cells.find_element("css selector", "td.field-finished_column").text
+    )
     heights = row_heights(browser)
     assert max(heights["error"]) <= max(heights["no error"]) + 2, heights
     assert "took" in find(browser, "#result_list td.field-finished_column").text
