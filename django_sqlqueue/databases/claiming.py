@@ -351,7 +351,8 @@ class Claimer:
         Under the key's lock, like a wake, and like the gate it counts the key's running
         jobs there (a claim may have taken the slot between `job`'s end and this lock). The
         next job is taken only when this worker may run it (its queue served, not paused,
-        not excluded) and its own limit has room; otherwise it is woken.
+        not excluded), its own limit has room and no rate limit counts it; otherwise it is
+        woken (the claim's gate then decides, as before handoffs).
         With `unless_others_due`, only while no other job waits due for this worker's
         queues: a key's backlog does not keep a worker from other work. A handoff saves the
         wake's notification, a claim and the gate's transaction per job of a busy key, and
@@ -411,7 +412,7 @@ class Claimer:
             *columns, running, others_due = row
             job = ClaimedJob.from_row(tuple(columns), worker_id, now)
             limit = self.concurrency_of(job.name)
-            if limit is None or running >= limit or others_due:
+            if limit is None or running >= limit or others_due or self.rate_limited(job):
                 return None
             if not self.serves(job, queues, excluded):
                 return None
@@ -436,6 +437,16 @@ class Claimer:
         if job.queue in self.paused.current() or (self.names and job.name not in self.names):
             return False
         return job.queue in queues if queues else job.queue not in excluded
+
+    def rate_limited(self, job: ClaimedJob) -> bool:
+        """Whether a rate limit counts `job`'s starts (its name's or its queue's). Such a job
+        is woken, never taken by a handoff: it may be parked for its rate, not for the slot,
+        and taking it again and again while its rate is full would spin."""
+        rules = self.gate.rules()
+        if rules is None:
+            return False
+        spec = rules.specs.get(job.name)
+        return (spec is not None and spec.rate is not None) or job.queue in rules.queue_rates
 
     def concurrency_of(self, name: str) -> int | None:
         """The concurrency limit the running code declares for job `name`, if any."""

@@ -110,6 +110,24 @@ def test_a_job_whose_own_limit_is_full_is_woken_not_taken(alias, register_job):
     assert Job.objects.get(pk=narrow.pk).lease_owner == ""
 
 
+def test_a_rate_limited_job_of_the_key_is_woken_for_the_gate_not_taken(alias, register_job):
+    """A job with a rate limit as well may be parked for its rate, not for the slot: taken
+    by a handoff while its rate is full, it would be parked and taken again, round and round.
+    It is woken, and the claim's gate decides."""
+    rated = register_job(
+        "tests.rated_and_keyed",
+        concurrency=2,
+        concurrency_key="account:{account}",
+        rate_limit="1/h",
+    )
+    jobs, (w1, _, _) = fill_the_key(alias, count=2)
+    both = rated.enqueue(account="a")
+    Job.objects.filter(pk=both.pk).update(lease_owner="(parked)")
+    assert w1.pass_slot("w1", ended(jobs[0]), 60) is None
+    woken = Job.objects.get(pk=both.pk)
+    assert (woken.status, woken.lease_owner) == (Status.PENDING, "")
+
+
 def test_a_slot_a_claim_took_between_the_end_and_the_handoff_is_not_taken_twice(alias):
     """The freeing job's end commits before the handoff takes the key's lock: a claim in
     between may admit a job of the key into the freed slot. The handoff counts the key's
