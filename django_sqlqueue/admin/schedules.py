@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
 
+#: A supervisor enqueues a tick within about a second of its time (it rereads the schedules
+#: every second): a next run this much in the past means no supervisor is scheduling.
+OVERDUE_SECONDS = 60
+
+
 def jobs_url(schedule: Schedule) -> str:
     """The job list filtered to this schedule's jobs (their idempotency keys' prefix)."""
     return display.changelist_url(idempotency_key__startswith=jobs_key_prefix(schedule.key))
@@ -166,11 +171,25 @@ class ScheduleAdmin(QueryGuardMixin, admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("next run"), ordering="next_run_at")
     def next_run_column(self, obj: Schedule) -> SafeString | str:
+        """When it runs next; a time long past says why nothing ran (no supervisor)."""
         if not obj.enabled:
             if obj.removed_at is not None:
                 return _("disabled: removed from code")
             return _("disabled")
-        return display.compact_moment(obj.next_run_at)
+        if obj.next_run_at is None:
+            return display.compact_moment(obj.next_run_at)
+        late = (timezone.now() - obj.next_run_at).total_seconds()
+        if late < OVERDUE_SECONDS:
+            return display.compact_moment(obj.next_run_at)
+        return format_html(
+            '{}<div class="sq-sub sq-overdue">{}</div>',
+            display.compact_moment(obj.next_run_at),
+            _(
+                "%(late)s late: no supervisor has enqueued it. Ticks are enqueued by "
+                "manage.py runworkers (without --no-scheduler)."
+            )
+            % {"late": display.human_seconds(late)},
+        )
 
     @admin.display(description=gettext_lazy("last run"), ordering="last_run_at")
     def last_run_column(self, obj: Schedule) -> SafeString:

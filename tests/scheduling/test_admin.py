@@ -71,6 +71,24 @@ def test_the_list_shows_each_schedule(
     assert "idempotency_key__startswith=schedule%3Anightly%3A" in page  # its jobs
 
 
+def test_a_next_run_long_past_says_no_supervisor_enqueued_it(
+    staff: Client, schedules: dict[str, Schedule], alias: str
+) -> None:
+    """A supervisor enqueues each tick within about a second: a next run minutes in the past
+    with no hint looked like a schedule that works."""
+    now = timezone.now()
+    Schedule.objects.using(alias).filter(key="nightly").update(
+        next_run_at=now - timedelta(minutes=5)
+    )
+    Schedule.objects.using(alias).filter(key="nightly-extra").update(
+        next_run_at=now - timedelta(seconds=5)  # a tick being enqueued: not late
+    )
+    content = staff.get(reverse(LIST)).content.decode()
+    assert content.count('class="sq-sub sq-overdue"') == 1
+    assert "late: no supervisor has enqueued it" in content
+    assert "manage.py runworkers (without --no-scheduler)" in content
+
+
 def test_the_jobs_link_lists_the_schedules_jobs_only(
     staff: Client, schedules: dict[str, Schedule], alias: str
 ) -> None:
