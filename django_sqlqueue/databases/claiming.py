@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections, transaction
 from django.utils import timezone
@@ -20,7 +20,7 @@ from ..models import Job
 from ..rows import CLAIM_COLUMNS, ClaimedJob
 from ..states import CLAIMABLE, PARK, PARKED_OWNER, UNCLAIM, Status
 from .flow_keys import hold_key
-from .gate import Admitted, FlowGate
+from .gate import Admitted, FlowGate, rate_names
 from .paused import PausedQueues
 
 #: Seconds a job checked against its rate reservation may take to reach its handler.
@@ -29,6 +29,7 @@ START_SLACK = 0.01
 WAKE_TRIES = 3
 
 UNCLAIMED = shape_of(UNCLAIM, Status.PENDING)
+T = TypeVar("T")
 PARKED = shape_of(PARK, Status.PENDING)
 
 
@@ -317,17 +318,26 @@ class Claimer:
         slot freed, and took it). The woken jobs are due at `now` (default: now). A deadlock
         with a concurrent claim (MySQL/MariaDB) is retried a few times, then the parked jobs
         are left to their own due time: False."""
+
+        def locked_wake() -> bool:
+            hold_key(self.database, f"concurrency:{key}")
+            self.wake({key: count}, now or timezone.now())
+            return True
+
+        return self.retried_on_deadlock(locked_wake) is not None
+
+    def retried_on_deadlock(self, body: Callable[[], T]) -> T | None:
+        """`body` in one transaction, tried again when MySQL/MariaDB made it a deadlock's
+        victim (a concurrent claim), up to WAKE_TRIES times; None if every try deadlocked.
+        Any other error is raised."""
         for _ in range(WAKE_TRIES):
             try:
                 with transaction.atomic(using=self.alias):
-                    hold_key(self.database, f"concurrency:{key}")
-                    self.wake({key: count}, now or timezone.now())
+                    return body()
             except DatabaseError as exc:
                 if self.database is None or not self.database.is_deadlock(exc):
                     raise
-                continue
-            return True
-        return False
+        return None
 
     def free_slots(self, now: datetime | None = None) -> None:
         """`free_slot` for every slot this claimer still holds."""
@@ -360,24 +370,21 @@ class Claimer:
         key = self.slots.pop(job.id, None)
         if key is None:
             return None
-        for _ in range(WAKE_TRIES):
-            try:
-                with transaction.atomic(using=self.alias):
-                    hold_key(self.database, f"concurrency:{key}")
-                    now = timezone.now()
-                    taken = self.take_parked(
-                        worker_id, key, lease_seconds, now, queues, excluded, unless_others_due
-                    )
-                    if taken is None:
-                        self.wake({key: 1}, now)
-            except DatabaseError as exc:
-                if self.database is None or not self.database.is_deadlock(exc):
-                    raise
-                continue
-            if taken is not None:
-                self.slots[taken.id] = key
+
+        def hand_off() -> ClaimedJob | None:
+            hold_key(self.database, f"concurrency:{key}")
+            now = timezone.now()
+            taken = self.take_parked(
+                worker_id, key, lease_seconds, now, queues, excluded, unless_others_due
+            )
+            if taken is None:
+                self.wake({key: 1}, now)
             return taken
-        return None
+
+        taken = self.retried_on_deadlock(hand_off)
+        if taken is not None:
+            self.slots[taken.id] = key
+        return taken
 
     def take_parked(
         self,
@@ -443,10 +450,7 @@ class Claimer:
         is woken, never taken by a handoff: it may be parked for its rate, not for the slot,
         and taking it again and again while its rate is full would spin."""
         rules = self.gate.rules()
-        if rules is None:
-            return False
-        spec = rules.specs.get(job.name)
-        return (spec is not None and spec.rate is not None) or job.queue in rules.queue_rates
+        return rules is not None and bool(rate_names(rules, job))
 
     def concurrency_of(self, name: str) -> int | None:
         """The concurrency limit the running code declares for job `name`, if any."""
