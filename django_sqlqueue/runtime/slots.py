@@ -87,6 +87,8 @@ class PoolHost(Protocol):
 
     def may_take_next(self, since: float | None = None) -> Taking: ...
 
+    def served(self) -> tuple[Sequence[str] | None, Sequence[str]]: ...
+
     def database_trouble(self, exc: Exception, failures: int) -> None: ...
 
 
@@ -227,10 +229,7 @@ class Slot(JobStarts, threading.Thread):
         return self.worker.may_take_next(since=self.assigned_at)
 
     def served(self) -> tuple[Sequence[str] | None, Sequence[str]]:
-        return self.worker.options.queues, self.worker.options.excluded
-
-    def lease_seconds(self) -> float:
-        return self.conf.lease_seconds
+        return self.worker.served()
 
 
 class SlotPool:

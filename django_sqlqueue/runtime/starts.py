@@ -13,6 +13,7 @@ from typing import Literal
 
 from django.db import DatabaseError, connections
 
+from ..conf import QueueSettings
 from ..databases import queue_database
 from ..databases.claiming import Claimer
 from ..probes import probe
@@ -28,6 +29,7 @@ Taking = Literal["yes", "if alone"] | None
 
 class JobStarts:
     worker_id: str
+    conf: QueueSettings
     alias: str
     claimer: Claimer
     recorder: OutcomeRecorder
@@ -77,7 +79,7 @@ class JobStarts:
                 return None
             queues, excluded = self.served()
             taken = self.claimer.pass_slot(
-                self.worker_id, job, self.lease_seconds(), queues, excluded, taking == "if alone"
+                self.worker_id, job, self.conf.lease_seconds, queues, excluded, taking == "if alone"
             )
             if taken is None:
                 self.give_back(1)
@@ -103,9 +105,6 @@ class JobStarts:
     def served(self) -> tuple[Sequence[str] | None, Sequence[str]]:
         """The queues this worker claims from: named ones, or None and the excluded ones."""
         return None, ()
-
-    def lease_seconds(self) -> float:
-        raise NotImplementedError
 
     def unclaim_quietly(self, jobs: list[ClaimedJob]) -> int:
         """Hand back jobs this worker will not start (fenced: those it lost stay with their

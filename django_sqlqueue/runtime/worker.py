@@ -298,9 +298,6 @@ class JobWorker(JobStarts, HardStops):
     def served(self) -> tuple[Sequence[str] | None, Sequence[str]]:
         return self.options.queues, self.options.excluded
 
-    def lease_seconds(self) -> float:
-        return self.conf.lease_seconds
-
     def give_back(self, starts: int) -> None:
         """Return unused starts to the --stop-after budget."""
         if self.budget is not None and starts:
