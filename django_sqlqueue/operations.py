@@ -303,10 +303,8 @@ def pause_queue(
         if not created and state.paused_at is None:
             state.paused_at, state.paused_by, state.reason, state.updated_at = now, by, reason, now
             state.save(using=alias)
-        # Already paused a moment ago: the readings from before that pause may be fresh yet.
-        since = (
-            0.0 if changed or state.paused_at is None else (now - state.paused_at).total_seconds()
-        )
+        # Paused now, or already a moment ago: readings from before that may be fresh yet.
+        since = (now - (state.paused_at or now)).total_seconds()
     if wait and since < PAUSED_TTL:
         transaction.on_commit(lambda: outlast_paused_readings(alias, since), using=alias)
     return changed
