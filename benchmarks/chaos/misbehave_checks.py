@@ -49,13 +49,13 @@ def process_endings(f: Facts) -> dict[str, list[float]]:
     return endings
 
 
-def ended_beside(f: Facts, job: JobRow) -> list[dict]:
+def ended_beside(f: Facts, job: JobRow, endings: dict[str, list[float]]) -> list[dict]:
     """The attempts of `job` taken away because a process-ending handler ended the worker
-    process they ran in, beside it in another slot (--concurrency only): taken away in that
-    worker, recovered within the bound an exit's recovery has."""
+    process they ran in (`endings`, from `process_endings`), beside it in another slot
+    (--concurrency only): taken away in that worker, recovered within the bound an exit's
+    recovery has."""
     if f.ev.concurrency <= 1 or job.kind in PROCESS_ENDING:
         return []
-    endings = process_endings(f)
     bound = f.ev.lease * EXIT_RECOVERY_LEASES
     beside = []
     for item in job.history:
@@ -89,11 +89,12 @@ def check_misbehaviour_happened(f: Facts) -> Check:
 def check_misbehaving_ends(f: Facts) -> Check:
     ends: Counter[str] = Counter()
     wrong = []
+    endings = process_endings(f)
     for job in f.ev.jobs:
         if job.kind not in MISBEHAVING:
             continue
         want = expected_end(job.kind)
-        beside = ended_beside(f, job)
+        beside = ended_beside(f, job, endings)
         own = [e for e in job.history if e not in beside]
         outcomes = [e.get("outcome") for e in own]
         spent = sum(1 for e in beside if e.get("outcome") == LOST)
@@ -161,8 +162,9 @@ def check_normal_exactly_once(f: Facts) -> Check:
     # (the workflow checks look at those).
     normal = [j for j in f.ev.jobs if j.kind in KINDS and not abandoned(j)]
     completed = ended_beside_exits = 0
+    endings = process_endings(f)
     for job in normal:
-        beside = ended_beside(f, job)
+        beside = ended_beside(f, job, endings)
         ended_beside_exits += len(beside)
         taken = [
             e.get("outcome")
