@@ -153,17 +153,27 @@ def test_a_job_claimed_past_its_due_time_is_not_taken_twice(alias):
     assert (row.lease_owner, row.attempts) == ("w3", 1)
 
 
+def worker_beside_a_held_slot(
+    alias: str, monkeypatch: Any, budget: float, count: int
+) -> tuple[list[Job], Any, Any]:
+    """`count` jobs of one key (limit 2), another claimer holding the first one's slot
+    throughout, and a --burst worker that knows them to be short (so it claims a batch), with
+    `budget` as the claim budget in force. Its claim keeps the second job in the key's last
+    slot and parks the ones behind it."""
+    monkeypatch.setattr(worker_module, "CLAIM_BUDGET_SECONDS", budget)
+    jobs = [limited.enqueue(account="solo", seconds=0) for _ in range(count)]
+    other = queue_database(alias).claimer()
+    assert [j.id for j in other.claim("other", None, 1, 60, timezone.now())] == [jobs[0].pk]
+    worker, claimer = make_worker(alias, burst=True)
+    worker.estimates.observe("tests.limited", 0.001)
+    return jobs, worker, claimer
+
+
 class TestWorkerLoop:
     def test_a_worker_runs_a_keys_backlog_through_its_slot_without_claiming(
         self, alias, monkeypatch
     ):
-        monkeypatch.setattr(worker_module, "CLAIM_BUDGET_SECONDS", 3600.0)
-        jobs = [limited.enqueue(account="solo", seconds=0) for _ in range(5)]
-        other = queue_database(alias).claimer()  # holds the key's other slot throughout
-        assert [j.id for j in other.claim("other", None, 1, 60, timezone.now())] == [jobs[0].pk]
-        worker, claimer = make_worker(alias, burst=True)
-        worker.estimates.observe("tests.limited", 0.001)  # short jobs: claim a batch
-        # The claim keeps jobs[1] in the key's last slot and parks the three behind it.
+        jobs, worker, claimer = worker_beside_a_held_slot(alias, monkeypatch, 3600.0, 5)
         assert worker.work() == 0
         rows = Job.objects.filter(pk__in=pk(jobs[1:]))
         assert (
@@ -179,12 +189,7 @@ class TestWorkerLoop:
         """Past a claim budget since its last claim a worker takes the next job of its key
         only while nothing else is due for it: a plain job enqueued meanwhile is claimed,
         and the key's next job woken for whichever worker claims first."""
-        monkeypatch.setattr(worker_module, "CLAIM_BUDGET_SECONDS", 0.0)
-        jobs = [limited.enqueue(account="solo", seconds=0) for _ in range(3)]
-        other = queue_database(alias).claimer()
-        assert [j.id for j in other.claim("other", None, 1, 60, timezone.now())] == [jobs[0].pk]
-        worker, claimer = make_worker(alias, burst=True)
-        worker.estimates.observe("tests.limited", 0.001)
+        jobs, worker, claimer = worker_beside_a_held_slot(alias, monkeypatch, 0.0, 3)
         worker.estimates.observe("tests.noop", 0.001)
         plain: list[Job] = []
         claimer.after_claim = lambda _: plain or plain.append(noop.enqueue())
@@ -196,12 +201,7 @@ class TestWorkerLoop:
     def test_past_the_claim_budget_with_nothing_else_due_the_slot_still_passes(
         self, alias, monkeypatch
     ):
-        monkeypatch.setattr(worker_module, "CLAIM_BUDGET_SECONDS", 0.0)
-        jobs = [limited.enqueue(account="solo", seconds=0) for _ in range(4)]
-        other = queue_database(alias).claimer()
-        assert [j.id for j in other.claim("other", None, 1, 60, timezone.now())] == [jobs[0].pk]
-        worker, claimer = make_worker(alias, burst=True)
-        worker.estimates.observe("tests.limited", 0.001)
+        jobs, worker, claimer = worker_beside_a_held_slot(alias, monkeypatch, 0.0, 4)
         assert worker.work() == 0
         assert [ids for ids in claimer.claimed if ids] == [[jobs[1].pk]]
         assert worker.jobs_done == 3

@@ -47,6 +47,27 @@ def job_in(status: str = Status.PENDING, **fields: Any) -> Job:
     return Job.objects.create(**values)
 
 
+def attempt_history(
+    steps: tuple[tuple[int, str], ...], *, worker: str, error: str
+) -> list[dict[str, Any]]:
+    """A job's history: one entry per (attempt, outcome) of `steps`, a minute apart and two
+    seconds each, the last ending about seven minutes ago; `error` on each, and as the
+    traceback of the `error` outcomes."""
+    now = timezone.now()
+    return [
+        {
+            "attempt": attempt,
+            "worker": worker,
+            "started_at": (now - timedelta(minutes=10 - i)).isoformat(),
+            "finished_at": (now - timedelta(minutes=10 - i, seconds=-2)).isoformat(),
+            "outcome": outcome,
+            "error": error,
+            "traceback": error if outcome == "error" else "",
+        }
+        for i, (attempt, outcome) in enumerate(steps)
+    ]
+
+
 def staff_client(username: str, *codenames: str) -> Client:
     user = User.objects.create_user(username, is_staff=True)  # no password: no slow hashing
     perms = Permission.objects.filter(

@@ -51,7 +51,7 @@ from django_sqlqueue.registry import registry
 from django_sqlqueue.scheduling.describe import describe
 from django_sqlqueue.states import Status
 
-from .helpers import change_url, changelist_url, job_in, operation_url
+from .helpers import attempt_history, change_url, changelist_url, job_in, operation_url
 from .test_translation import VisibleText
 
 PACKAGE = Path(django_sqlqueue.__file__).resolve().parent
@@ -299,18 +299,9 @@ def made(db: Any) -> Made:
     workers, a paused queue, a batch with members and a child batch, schedules, a dashboard's
     hour of rollups."""
     now = timezone.now()
-    history = [
-        {
-            "attempt": attempt,
-            "worker": WORKER,
-            "started_at": (now - timedelta(minutes=10 - i)).isoformat(),
-            "finished_at": (now - timedelta(minutes=10 - i, seconds=-2)).isoformat(),
-            "outcome": outcome,
-            "error": ERROR,
-            "traceback": ERROR if outcome == "error" else "",
-        }
-        for i, (attempt, outcome) in enumerate(((1, "error"), (2, "lost"), (1, "timeout")))
-    ]
+    history = attempt_history(
+        ((1, "error"), (2, "lost"), (1, "timeout")), worker=WORKER, error=ERROR
+    )
     common = {"name": NAME, "queue": QUEUE, "last_error": ERROR, "lease_owner": WORKER}
     jobs = {status.value: job_in(status.value, **common) for status in Status}
     jobs["dead"].history = history

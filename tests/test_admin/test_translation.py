@@ -35,7 +35,7 @@ from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.registry import registry
 from django_sqlqueue.states import Status
 
-from .helpers import change_url, changelist_url, job_in, operation_url
+from .helpers import attempt_history, change_url, changelist_url, job_in, operation_url
 
 pytestmark = pytest.mark.django_db
 
@@ -140,18 +140,9 @@ def staff(db: Any) -> Client:
 @pytest.fixture
 def jobs() -> dict[str, Job]:
     now = timezone.now()
-    history = [
-        {
-            "attempt": n,
-            "worker": WORKER,
-            "started_at": (now - timedelta(minutes=10 - n)).isoformat(),
-            "finished_at": (now - timedelta(minutes=10 - n, seconds=-2)).isoformat(),
-            "outcome": outcome,
-            "error": ERROR,
-            "traceback": ERROR if outcome == "error" else "",
-        }
-        for n, outcome in ((1, "error"), (2, "lost"), (1, "released"), (1, "timeout"))
-    ]
+    history = attempt_history(
+        ((1, "error"), (2, "lost"), (1, "released"), (1, "timeout")), worker=WORKER, error=ERROR
+    )
     common = {"name": NAME, "queue": QUEUE, "last_error": ERROR}
     made = {status.value: job_in(status.value, **common, lease_owner=WORKER) for status in Status}
     made["dead"].history = history
