@@ -73,7 +73,7 @@ def enqueue(name: str, /, *args: Any, **kwargs: Any) -> Job:
     return registry.get(name).enqueue(*args, **kwargs)
 
 
-def cancel(job: Job | int, /) -> OperationResult:
+def cancel(job: Job | int | str, /) -> OperationResult:
     """Cancel a job: at once if it waits; if it runs, its worker is asked to stop it (the
     handler sees `context.cancel_requested`, and is interrupted after CANCEL_GRACE_SECONDS).
     A finished job is left alone: the result says so (`applied` is False)."""
@@ -82,14 +82,14 @@ def cancel(job: Job | int, /) -> OperationResult:
     return operations.cancel(job)
 
 
-def requeue(job: Job | int, /) -> OperationResult:
+def requeue(job: Job | int | str, /) -> OperationResult:
     """Run a dead, cancelled, failed or completed job again from scratch (attempts reset)."""
     from . import operations
 
     return operations.requeue(job)
 
 
-def run_now(job: Job | int, /) -> OperationResult:
+def run_now(job: Job | int | str, /) -> OperationResult:
     """Make a waiting (pending or failed) job due now; its attempts are kept."""
     from . import operations
 

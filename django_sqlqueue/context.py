@@ -70,6 +70,11 @@ class JobContext:
     queue: str
     enqueued_at: datetime
     worker_id: str
+    #: The job's public reference (`Job.reference`): unlike `job_id`, never the reference of
+    #: another job, even after a database failover that lost the newest jobs and reused their
+    #: ids. Use it to name the job outside (an idempotency key sent to a payment provider).
+    #: Built by hand without one (a unit test), it is the id's digits.
+    reference: str = ""
     control: AttemptControl = field(default_factory=AttemptControl, repr=False, compare=False)
     #: Reads the results of the jobs this one waited for (the worker supplies it).
     dependency_reader: Callable[[], dict[int, Any]] | None = field(
@@ -80,6 +85,10 @@ class JobContext:
     batch_reader: Callable[[], BatchProgress | None] | None = field(
         default=None, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        if not self.reference:
+            object.__setattr__(self, "reference", str(self.job_id))
 
     @cached_property
     def batch(self) -> BatchProgress | None:
@@ -111,7 +120,7 @@ class JobContext:
         """Raise JobCancelled if the job was cancelled, JobTimeout if its time limit passed in
         a slot thread: call it at safe points of a long job."""
         if self.control.cancelled.is_set():
-            raise JobCancelled(f"Job {self.job_id} was cancelled while it ran.")
+            raise JobCancelled(f"Job {self.reference} was cancelled while it ran.")
         if self.control.timed_out.is_set():
             raise JobTimeout()
 

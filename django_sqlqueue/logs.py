@@ -60,6 +60,7 @@ class OutcomeLog:
         job = end.job
         fields: dict[str, Any] = {
             "job_id": job.id,
+            "job_ref": job.reference,
             "job_name": job.name,
             "queue": job.queue,
             "attempt": job.attempts,
@@ -73,7 +74,7 @@ class OutcomeLog:
         self.logger.log(
             level,
             "Job %s %s attempt %s: %s%s",
-            job.id,
+            job.reference,
             job.name,
             job.attempts,
             end.outcome,

@@ -27,6 +27,7 @@ from .databases.paused import PAUSED_TTL
 from .models import Job, JobBatch, JobDependency, QueueState, Worker
 from .models.flow import PAUSED_BY_LENGTH, REASON_LENGTH
 from .queries import jobs
+from .references import id_in, parse_reference
 from .states import (
     CANCEL,
     FINISHED_VALUES,
@@ -131,7 +132,9 @@ def run_now_many(ids: Iterable[int], *, alias: str | None = None) -> BulkResult:
     return BulkResult(changed)
 
 
-JobOrId = Job | int
+#: A job, its id, or its reference (references.py): a reference kept from before a failover
+#: that lost its job names no job, where its id may name the job that took the id.
+JobOrId = Job | int | str
 
 
 def _database(alias: str | None) -> QueueDatabase:
@@ -140,7 +143,9 @@ def _database(alias: str | None) -> QueueDatabase:
 
 def cancel(job: JobOrId, *, alias: str | None = None) -> OperationResult:
     """Cancel one job: at once if it waits, by asking its worker if it runs."""
-    job_id = _id_of(job)
+    job_id = _id_of(job, alias)
+    if job_id is None:
+        return _lost(job)
     done = cancel_many([job_id], alias=alias)
     if done.changed:
         return _result(job_id, True, "Cancelled.", alias)
@@ -153,7 +158,9 @@ def cancel(job: JobOrId, *, alias: str | None = None) -> OperationResult:
 
 def requeue(job: JobOrId, *, alias: str | None = None) -> OperationResult:
     """Run one finished or waiting job again from scratch (attempts reset to 0)."""
-    job_id = _id_of(job)
+    job_id = _id_of(job, alias)
+    if job_id is None:
+        return _lost(job)
     if requeue_many([job_id], alias=alias).changed:
         return _result(job_id, True, "Requeued: pending, due now.", alias)
     return _not_applied(job_id, "requeue", REQUEUE.sources, alias)
@@ -161,18 +168,33 @@ def requeue(job: JobOrId, *, alias: str | None = None) -> OperationResult:
 
 def run_now(job: JobOrId, *, alias: str | None = None) -> OperationResult:
     """Make one waiting job due now (its attempts are kept)."""
-    job_id = _id_of(job)
+    job_id = _id_of(job, alias)
+    if job_id is None:
+        return _lost(job)
     if run_now_many([job_id], alias=alias).changed:
         return _result(job_id, True, "Due now.", alias)
     return _not_applied(job_id, "run now", RUN_NOW.sources, alias)
 
 
-def _id_of(job: JobOrId) -> int:
+def _id_of(job: JobOrId, alias: str | None) -> int | None:
+    """The id of the job `job` names; None for a reference that names no job."""
     if isinstance(job, Job):
         return int(job.pk)
+    if isinstance(job, str):
+        if parse_reference(job) is None:
+            raise ValueError(f"{job!r} is not a job reference (Job.reference, e.g. '4711-3f9a…').")
+        return jobs(alias).referenced(job).values_list("id", flat=True).first()
     if isinstance(job, bool) or not isinstance(job, int):
-        raise TypeError(f"Pass a Job or a job id (int), not {type(job).__name__}.")
+        raise TypeError(
+            f"Pass a Job, a job reference (str) or a job id (int), not {type(job).__name__}."
+        )
     return job
+
+
+def _lost(reference: JobOrId) -> OperationResult:
+    """The result for a reference that names no job (it never existed, was purged, or was
+    lost with a failed-over primary)."""
+    return OperationResult(id_in(reference), False, None, f"No job {reference}.")
 
 
 def _status(job_id: int, alias: str | None) -> str | None:

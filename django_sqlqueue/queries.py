@@ -12,11 +12,11 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from .conf import get_settings
-from .models import Job, Worker
+from .models import Job, JobQuerySet, Worker
 from .states import Status, summarize
 
 
-def jobs(alias: str | None = None) -> QuerySet[Job]:
+def jobs(alias: str | None = None) -> JobQuerySet:
     """The job table on the queue database (or on `alias`)."""
     return Job.objects.using(alias or get_settings().database)
 

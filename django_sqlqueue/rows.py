@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
+from .references import draw_nonce, format_reference
+
 if TYPE_CHECKING:
     from .models import Job
 
@@ -32,6 +34,7 @@ CLAIM_COLUMNS = (
     "trace_context",
     "has_dependents",
     "batch_id",
+    "ref_nonce",
 )
 
 
@@ -77,6 +80,13 @@ class ClaimedJob:
     #: The batch it is a member of: the worker that finishes it looks whether the batch has
     #: finished (databases/batches.py).
     batch_id: int | None = None
+    #: The random half of its reference (references.py); None for a job stored before it.
+    ref_nonce: int | None = None
+
+    @property
+    def reference(self) -> str:
+        """The job's public reference: what logs, signals and django.tasks results show."""
+        return format_reference(self.id, self.ref_nonce)
 
     @classmethod
     def from_row(
@@ -102,6 +112,7 @@ class ClaimedJob:
             trace_context=_json(values["trace_context"]),
             has_dependents=bool(values["has_dependents"]),
             batch_id=values["batch_id"],
+            ref_nonce=values["ref_nonce"],
         )
 
     @classmethod
@@ -125,6 +136,7 @@ class ClaimedJob:
             trace_context=job.trace_context,
             has_dependents=job.has_dependents,
             batch_id=job.batch_id,
+            ref_nonce=job.ref_nonce,
         )
 
     @property
@@ -161,6 +173,8 @@ class NewJob:
     run_on_dependency_failure: bool = False
     #: The batch it joins (set as it is stored, inside a `with batch(...)` block).
     batch_id: int | None = None
+    #: The random half of its public reference (references.py).
+    ref_nonce: int = field(default_factory=draw_nonce)
 
     @property
     def has_extra_columns(self) -> bool:
@@ -186,4 +200,5 @@ class NewJob:
             backend=job.backend,
             trace_context=job.trace_context,
             batch_id=job.batch_id,
+            ref_nonce=draw_nonce() if job.ref_nonce is None else job.ref_nonce,
         )

@@ -177,3 +177,30 @@ def in_other_thread() -> Callable[..., Any]:
         return outcome.get("value")
 
     return run
+
+
+@pytest.fixture
+def rewind_job_ids(alias: str) -> Callable[[int], None]:
+    """`rewind_job_ids(n)`: the next job stored gets id `n`, as after a PostgreSQL failover
+    that lost the sequence's progress with the newest commits (asynchronous replication).
+    Needs a transactional test (MySQL's ALTER TABLE commits)."""
+    from django_sqlqueue.models import Job
+
+    def rewind(next_id: int) -> None:
+        connection = connections[alias]
+        table = connection.ops.quote_name(Job._meta.db_table)
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    "SELECT setval(pg_get_serial_sequence(%s, 'id'), %s, false)",
+                    [Job._meta.db_table, next_id],
+                )
+            elif connection.vendor == "mysql":
+                cursor.execute(f"ALTER TABLE {table} AUTO_INCREMENT = {int(next_id)}")
+            else:
+                cursor.execute(
+                    "UPDATE sqlite_sequence SET seq = %s WHERE name = %s",
+                    [next_id - 1, Job._meta.db_table],
+                )
+
+    return rewind

@@ -37,6 +37,7 @@ from django_sqlqueue.backend import (
     SQLQueueTask,
 )
 from django_sqlqueue.models import Job
+from django_sqlqueue.references import id_in
 from django_sqlqueue.runtime import transitions
 from django_sqlqueue.tasks.compat import (
     DECORATOR_PASSES_OPTIONS,
@@ -82,7 +83,7 @@ FULLWIDTH_DIGITS = str.maketrans("0123456789", "".join(chr(0xFF10 + d) for d in 
 
 
 def row(result: Any, alias: str) -> Job:
-    return Job.objects.using(alias).get(pk=int(result.id))
+    return Job.objects.using(alias).get(pk=id_in(result.id))
 
 
 @pytest.mark.django_db
@@ -101,7 +102,7 @@ class TestEnqueue:
     def test_returns_a_ready_result(self, alias: str) -> None:
         result = tasks.add.enqueue(2, 3)
         assert result.status == TaskResultStatus.READY
-        assert result.id == str(row(result, alias).pk)
+        assert result.id == row(result, alias).reference
         assert result.backend == "default"
         assert result.task.func is tasks.add.func
         assert result.enqueued_at == row(result, alias).created_at
@@ -257,7 +258,7 @@ class TestGetResult:
 
     def test_cancelled_is_failed(self, alias: str) -> None:
         result = tasks.add.enqueue(2, 3)
-        operations.cancel_many([int(result.id)], alias=alias)
+        operations.cancel_many([id_in(result.id)], alias=alias)
         result.refresh()
         assert result.status == TaskResultStatus.FAILED
         assert result.errors == []
@@ -292,7 +293,7 @@ class TestGetResult:
     def test_jobs_of_other_backends_are_not_results(self, alias: str) -> None:
         job = add_job.enqueue(1, 2)
         with pytest.raises(TaskResultDoesNotExist):
-            task_backends["default"].get_result(str(job.pk))
+            task_backends["default"].get_result(job.reference)
         strict = tasks.add.using(backend="strict").enqueue(1, 2)
         with pytest.raises(TaskResultDoesNotExist):
             task_backends["default"].get_result(strict.id)

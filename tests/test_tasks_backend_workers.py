@@ -27,6 +27,7 @@ if not TASKS:
 
 from django_sqlqueue import operations
 from django_sqlqueue.models import Job
+from django_sqlqueue.references import id_in
 from django_sqlqueue.tasks.compat import TaskResultStatus, task_enqueued
 from tests.tasksapp import tasks
 from tests.tasksapp.recorders import SIGNAL_PREFIX
@@ -70,13 +71,13 @@ def run_workers(child_env: dict[str, str]) -> RunWorkers:
 
 def labels(result: Any) -> list[str]:
     """What the task itself recorded, in order (signals left out)."""
-    rows = Execution.objects.filter(job_id=int(result.id)).order_by("id")
+    rows = Execution.objects.filter(job_id=id_in(result.id)).order_by("id")
     return [row.label for row in rows if not row.label.startswith(SIGNAL_PREFIX)]
 
 
 def signals_of(result: Any) -> list[tuple[str, int]]:
     """(signal:status, attempt) the workers sent for the task, in order."""
-    rows = Execution.objects.filter(job_id=int(result.id), label__startswith=SIGNAL_PREFIX)
+    rows = Execution.objects.filter(job_id=id_in(result.id), label__startswith=SIGNAL_PREFIX)
     return [(row.label.removeprefix(SIGNAL_PREFIX), row.attempt) for row in rows.order_by("id")]
 
 
@@ -105,7 +106,7 @@ def test_enqueue_run_and_read_the_result(run_workers: RunWorkers, alias: str) ->
     assert done.last_attempted_at == done.started_at
     result.refresh()
     assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, 5)
-    assert Job.objects.get(pk=int(result.id)).status == Job.Status.COMPLETED
+    assert Job.objects.get(pk=id_in(result.id)).status == Job.Status.COMPLETED
     # Each signal once: task_enqueued here, the other two in the worker process.
     assert enqueued == [result.id]
     assert signals_of(result) == [("task_started:RUNNING", 1), ("task_finished:SUCCESSFUL", 1)]
@@ -125,10 +126,10 @@ def test_failing_task_is_retried_then_failed(run_workers: RunWorkers) -> None:
         assert "Traceback (most recent call last)" in error.traceback
     with pytest.raises(ValueError, match="failed"):
         result.return_value  # noqa: B018
-    assert Job.objects.get(pk=int(result.id)).status == Job.Status.DEAD
+    assert Job.objects.get(pk=id_in(result.id)).status == Job.Status.DEAD
     # takes_context: the context saw the real attempt number each time.
     assert list(
-        Execution.objects.filter(job_id=int(result.id), label="always_fails")
+        Execution.objects.filter(job_id=id_in(result.id), label="always_fails")
         .order_by("id")
         .values_list("attempt", flat=True)
     ) == [1, 2, 3]
@@ -186,7 +187,7 @@ def test_run_after_is_respected(run_workers: RunWorkers) -> None:
     assert later.status == TaskResultStatus.READY
     assert (later.started_at, later.worker_ids) == (None, [])
 
-    operations.run_now_many([int(later.id)])
+    operations.run_now_many([id_in(later.id)])
     run_workers()
 
     later.refresh()

@@ -32,6 +32,7 @@ from django.tasks.signals import task_enqueued as core_enqueued
 
 from django_sqlqueue.backend import SQLQueueBackend, SQLQueueTask
 from django_sqlqueue.models import Job
+from django_sqlqueue.references import id_in
 from django_sqlqueue.tasks.compat import TaskResultStatus
 from tests.tasksapp import backport_client
 from tests.tasksapp.backport_client import BACKPORT_PREFIX
@@ -88,7 +89,7 @@ def test_signals_reach_the_receivers_of_both_frameworks(child_env: dict[str, str
     try:
         with transaction.atomic():
             result = backport_client.shout.enqueue("hello")
-            assert not Execution.objects.filter(job_id=int(result.id)).exists(), (
+            assert not Execution.objects.filter(job_id=id_in(result.id)).exists(), (
                 "task_enqueued before the commit"
             )
     finally:
@@ -107,8 +108,8 @@ def test_signals_reach_the_receivers_of_both_frameworks(child_env: dict[str, str
 
     result.refresh()
     assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, "HELLO")
-    assert Job.objects.get(pk=int(result.id)).status == Job.Status.COMPLETED
-    rows = Execution.objects.filter(job_id=int(result.id)).order_by("id")
+    assert Job.objects.get(pk=id_in(result.id)).status == Job.Status.COMPLETED
+    rows = Execution.objects.filter(job_id=id_in(result.id)).order_by("id")
     labels = [row.label for row in rows]
     assert [label for label in labels if label.startswith(BACKPORT_PREFIX)] == [
         f"{BACKPORT_PREFIX}task_enqueued:READY",

@@ -230,7 +230,7 @@ class TestCapturedJobs:
         with captured_jobs() as captured:
             result = tasks.add.enqueue(1, 2)
         job = captured.assert_enqueued("tests.tasksapp.tasks.add", a=1, b=2)
-        assert str(job.pk) == result.id
+        assert job.reference == result.id
         captured.assert_not_enqueued("tests.tasksapp.tasks.add", b=3)
         [ran] = run_jobs()
         assert (ran.status, ran.result) == (Status.COMPLETED, 3)

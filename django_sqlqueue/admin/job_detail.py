@@ -48,6 +48,7 @@ class JobDetailMixin(JobAdminBase):
                 {
                     "fields": (
                         "status_badge",
+                        "reference_display",
                         "name",
                         "queue",
                         "priority",
@@ -115,6 +116,11 @@ class JobDetailMixin(JobAdminBase):
         if not reasons:
             return "-"
         return format_html_join(mark_safe("<br>"), "{}", ((reason,) for reason in reasons))
+
+    @admin.display(description=gettext_lazy("reference"))
+    def reference_display(self, obj: Job) -> str:
+        """What to keep to find this job again (search box, `jobs show`, django.tasks)."""
+        return obj.reference
 
     @admin.display(description=gettext_lazy("status"))
     def status_badge(self, obj: Job) -> SafeString:

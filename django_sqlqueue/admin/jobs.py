@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from ..conf import get_settings
 from ..models import Job
+from ..references import parse_reference
 from ..states import CLAIMABLE, Status
 from . import display
 from .changelist import ERROR_PREVIEW, JobChangeList
@@ -107,6 +108,18 @@ class JobAdmin(
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return super().get_queryset(request).using(get_settings().database)
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Job | None:
+        """A job's page by its id, as the list links it, or by its reference
+        (`.../job/4711-3f9a…/change/`, e.g. a django.tasks result id): a reference kept from
+        before a failover that lost its job finds no page, not the job that took its id."""
+        reference = parse_reference(object_id) if from_field is None else None
+        if reference is None or reference.nonce is None:
+            return super().get_object(request, object_id, from_field)
+        queryset = self.get_queryset(request)
+        return queryset.filter(pk=reference.id, ref_nonce=reference.nonce).first()
 
     def get_paginator(
         self,

@@ -1,8 +1,8 @@
 """What the job list's search box matches.
 
-A number (in ASCII digits) is a job id: looking it up by primary key is instant on any table,
-whereas text in the arguments can only be found by reading every row. Quote a number to search
-the arguments for it.
+A number (in ASCII digits) is a job id, and `4711-3f9a…` a job reference (references.py):
+looking either up by primary key is instant on any table, whereas text in the arguments can
+only be found by reading every row. Quote a number to search the arguments for it.
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ from __future__ import annotations
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from ..references import parse_reference
+
 HELP_TEXT = _(
-    "A job id (1234), an idempotency key, a job name or part of one, or text in the arguments. "
+    "A job id (1234) or reference (1234-5e0f…), an idempotency key, a job name or part of "
+    "one, or text in the arguments. "
     'Put a number in quotes ("4711") to find it in the arguments. Text searches read every job: '
     "narrow the list with filters first on a large table."
 )
@@ -41,6 +44,11 @@ def search_q(term: str) -> Q | None:
     # than 4,300 digits with ValueError; such terms, and other scripts' digits, are text.
     if digits.isascii() and digits.isdigit() and len(digits) <= 19 and int(digits) <= MAX_ID:
         return Q(pk=int(digits)) | Q(idempotency_key=term)
+    reference = parse_reference(term)
+    if reference is not None and reference.nonce is not None:
+        # That job only: a reference kept from before a failover that lost its job finds
+        # nothing, not the job that took its id.
+        return Q(pk=reference.id, ref_nonce=reference.nonce) | Q(idempotency_key=term)
     return (
         Q(name__icontains=term)
         | Q(idempotency_key=term)

@@ -39,6 +39,7 @@ INSERT_COLUMNS = (
     "lease_owner",
     "backend",
     "trace_context",
+    "ref_nonce",
 )
 #: Columns most jobs leave NULL (flow control, flow/; batch membership): written only by the
 #: statements of jobs that use them, so the INSERT of every other job is the statement it
@@ -101,6 +102,7 @@ class Inserter:
             "",
             job.backend,
             None if job.trace_context is None else json.dumps(job.trace_context),
+            job.ref_nonce,
         ]
 
     def insert(self, jobs: Sequence[NewJob], *, extra: bool | None = None) -> list[Job]:
@@ -178,6 +180,7 @@ class Inserter:
             "concurrency_key": job.concurrency_key,
             "has_dependents": False,
             "batch_id": job.batch_id,
+            "ref_nonce": job.ref_nonce,
         }
         if not plain:
             return Job.from_db(self.alias, _FIELD_NAMES, [values[name] for name in _FIELD_NAMES])

@@ -177,6 +177,7 @@ JSON_ROW_TYPES = {
     "idempotency_key": "text",
     "backend": "text",
     "trace_context": "jsonb",
+    "ref_nonce": "bigint",
 }
 
 
@@ -233,6 +234,7 @@ class PostgreSQLInserter(Inserter):
             "idempotency_key": job.idempotency_key,
             "backend": job.backend,
             "trace_context": job.trace_context,
+            "ref_nonce": job.ref_nonce,
         }
 
     def insert_returning_ids(

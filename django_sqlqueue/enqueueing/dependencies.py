@@ -70,4 +70,5 @@ def _waiting_model(new_job: NewJob) -> Job:
         trace_context=new_job.trace_context,
         concurrency_key=new_job.concurrency_key,
         batch_id=new_job.batch_id,
+        ref_nonce=new_job.ref_nonce,
     )

@@ -51,6 +51,7 @@ def save_job(job: Job, alias: str) -> Job:
     stored = store(NewJob.from_model(job), alias)
     if not stored.deduplicated:
         job.pk = stored.pk
+        job.ref_nonce = stored.ref_nonce
         job._state.adding = False
         job._state.db = alias
     return stored

@@ -144,6 +144,7 @@ def job_document(job: Job, alias: str) -> dict[str, Any]:
     if job.batch_id is not None:
         found = JobBatch.objects.using(alias).filter(pk=job.batch_id).values("id", "label")
         batch = found.first() or {"id": job.batch_id, "label": ""}
+    fields["reference"] = job.reference
     return {"job": fields, "batch": batch, **dependencies(job, alias)}
 
 

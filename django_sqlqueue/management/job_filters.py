@@ -12,11 +12,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.management.base import CommandParser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from ..exceptions import InvalidJobError
 from ..models import Job
+from ..references import Reference, format_reference, parse_reference
 from ..states import Status
 from ..validation import INT64_MAX, check_name
 from .base import MAX_DAYS
@@ -42,19 +43,26 @@ def duration(text: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def job_id(text: str) -> int:
-    """An argparse type: one job id, a positive integer."""
+def job_id(text: str) -> Reference:
+    """An argparse type: one job id (a positive integer, as the admin lists it: that job,
+    whatever its nonce) or reference (`4711-3f9a…`: that job only, references.py)."""
+    text = text.strip()
+    if "-" in text.lstrip("-"):
+        reference = parse_reference(text)
+        if reference is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a job id or reference")
+        return reference
     try:
-        value = int(text.strip())
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a job id") from None
     if not 1 <= value <= INT64_MAX:
         raise argparse.ArgumentTypeError(f"{text} is not a job id (ids start at 1)")
-    return value
+    return Reference(value, None)
 
 
-def job_ids(text: str) -> list[int]:
-    """An argparse type: job ids separated by commas (`--id 12,13`)."""
+def job_ids(text: str) -> list[Reference]:
+    """An argparse type: job ids or references separated by commas (`--id 12,13`)."""
     return [job_id(part) for part in text.split(",") if part.strip()] or [job_id(text)]
 
 
@@ -101,7 +109,10 @@ def add_filter_arguments(parser: CommandParser, *, age: str = "created") -> None
         action="append",
         type=job_ids,
         metavar="ID",
-        help=f"Only these jobs: repeatable, or comma-separated (at most {MAX_IDS}).",
+        help=(
+            "Only these jobs, by id or reference (4711-3f9a…): repeatable, or "
+            f"comma-separated (at most {MAX_IDS})."
+        ),
     )
 
 
@@ -113,7 +124,8 @@ class JobFilters:
     queue: str | None = None
     name: str | None = None
     older_than: timedelta | None = None
-    ids: tuple[int, ...] = ()
+    #: By id (nonce None: that id, whatever the row's nonce) or by reference.
+    ids: tuple[Reference, ...] = ()
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> JobFilters:
@@ -155,7 +167,12 @@ class JobFilters:
         if cutoff is not None:
             queryset = queryset.filter(**{f"{age_field}__lt": cutoff})
         if self.ids:
-            queryset = queryset.filter(id__in=self.ids)
+            plain = [ref.id for ref in self.ids if ref.nonce is None]
+            named = Q(id__in=plain) if plain else Q()
+            for ref in self.ids:
+                if ref.nonce is not None:
+                    named |= Q(id=ref.id, ref_nonce=ref.nonce)
+            queryset = queryset.filter(named)
         return queryset
 
     def describe(self, *, age: str = "created") -> str:
@@ -168,7 +185,7 @@ class JobFilters:
         if self.older_than is not None:
             parts.append(f"{age} more than {_span(self.older_than)} ago")
         if self.ids:
-            shown = ", ".join(str(i) for i in self.ids[:10])
+            shown = ", ".join(format_reference(*ref) for ref in self.ids[:10])
             parts.append(f"with id {shown}{', …' if len(self.ids) > 10 else ''}")
         return ", ".join(parts)
 

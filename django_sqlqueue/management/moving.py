@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from ..conf import get_settings
 from ..models import Job, Worker
+from ..references import draw_nonce
 from ..runtime import transitions
 from ..runtime.runner import backoff_for
 from ..states import FINISHED, Status
@@ -56,7 +57,11 @@ def copy_of(job: Job, *, renumber: bool) -> Job:
         if not getattr(f, "generated", False)
     }
     if renumber:
+        # A new id makes a new reference: one without a nonce could name a job of the
+        # destination that has the same id.
         values["id"] = None
+        if values["ref_nonce"] is None:
+            values["ref_nonce"] = draw_nonce()
     return Job(**values)
 
 

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from ..references import format_reference, parse_reference
 from ..states import CLAIMABLE, FINISHED, PRIORITY_MAX, PRIORITY_MIN, Status
 
 # The companions of the job table, one module each, imported here so that Django finds them
@@ -96,6 +97,19 @@ class PartialUniqueConstraint(models.UniqueConstraint):
     def check(self, model: Any, connection: Any) -> list[CheckMessage]:
         # Django warns (models.W036) that the condition is ignored; here it is replaced.
         return [e for e in super().check(model, connection) if e.id != "models.W036"]
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def referenced(self, reference: object) -> JobQuerySet:
+        """The job `reference` names (references.py), or none: one primary-key lookup. A
+        reference kept from before a failover that lost its job finds nothing, never the
+        job that took its id."""
+        parsed = parse_reference(reference)
+        if parsed is None:
+            return self.none()
+        if parsed.nonce is None:
+            return self.filter(pk=parsed.id, ref_nonce__isnull=True)
+        return self.filter(pk=parsed.id, ref_nonce=parsed.nonce)
 
 
 class Job(models.Model):
@@ -210,6 +224,11 @@ class Job(models.Model):
         on_delete=models.PROTECT,
         db_index=False,
     )
+    # The random half of the job's public reference (references.py): set as the job is
+    # stored, NULL for jobs stored before it existed. Its lookups go by the primary key.
+    ref_nonce = models.BigIntegerField(_("reference nonce"), null=True, blank=True, editable=False)
+
+    objects = JobQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("job")
@@ -271,6 +290,12 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} #{self.pk} ({self.status})"
+
+    @property
+    def reference(self) -> str:
+        """What to keep to find this job again: `Job.objects.referenced(reference)`, the
+        admin's search, `manage.py jobs show --id`, the django.tasks result id."""
+        return format_reference(self.pk, self.ref_nonce)
 
     @property
     def is_finished(self) -> bool:

@@ -21,7 +21,7 @@ logger = logging.getLogger("django_sqlqueue")
 
 
 def job_label(job: ClaimedJob) -> str:
-    return f"Job {job.id} {job.name} attempt {job.attempts}/{job.max_attempts}"
+    return f"Job {job.reference} {job.name} attempt {job.attempts}/{job.max_attempts}"
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,7 @@ def _fields(job: ClaimedJob, duration: float | None, error: str) -> dict[str, An
         "millis": (duration or 0.0) * 1000,
         "error": error,
         "id": job.id,
+        "reference": job.reference,
         "name": job.name,
         "worker": job.lease_owner,
     }

@@ -129,6 +129,7 @@ def make_context(job: ClaimedJob, worker_id: str, control: AttemptControl) -> Jo
         queue=job.queue,
         enqueued_at=job.created_at,
         worker_id=worker_id,
+        reference=job.reference,
         control=control,
         dependency_reader=partial(results_of_dependencies, get_settings().database, job.id),
         batch_reader=partial(batch_of_job, get_settings().database, job.id, job.batch_id),

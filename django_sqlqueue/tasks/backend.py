@@ -11,7 +11,6 @@ registers with the workers when it starts.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
@@ -53,21 +52,7 @@ if TYPE_CHECKING:
 
 #: Backend OPTIONS: defaults for every task of the backend, overridable per task.
 OPTION_FIELDS = {"MAX_ATTEMPTS": "max_attempts", "TIMEOUT": "timeout", "BACKOFF": "backoff"}
-_LARGEST_ID = 2**63 - 1
 APP_MISSING_FIX = "Add 'django_sqlqueue' to INSTALLED_APPS and run migrate."
-#: A result id as this backend issues it: a job's primary key in ASCII decimal, without a sign,
-#: spaces or leading zeros. Any other spelling of the same number ("007", Arabic-Indic or
-#: fullwidth digits, which `int()` would read) names no result.
-_RESULT_ID = re.compile(r"[1-9][0-9]{0,18}", re.ASCII)
-
-
-def job_id_of(result_id: object) -> int | None:
-    """The primary key a result id names, or None if it is not an id this backend issues."""
-    text = str(result_id)
-    if not _RESULT_ID.fullmatch(text):
-        return None
-    pk = int(text)
-    return pk if pk <= _LARGEST_ID else None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -339,12 +324,12 @@ class SQLQueueBackend(BaseTaskBackend):
         self.require_app()
         from ..models import Job
 
+        # The result id is the job's reference (references.py): ASCII decimal, a dash, the
+        # nonce in lowercase hex; the id alone for a job stored before nonces. Any other
+        # spelling ("007", fullwidth digits, which `int()` would read) names no result.
         text = str(result_id)
-        pk = job_id_of(text)
-        job = None
-        if pk is not None:
-            queryset = Job.objects.using(get_settings().database)
-            job = queryset.filter(pk=pk, backend=self.alias).first()
+        queryset = Job.objects.using(get_settings().database)
+        job = queryset.referenced(text).filter(backend=self.alias).first()
         if job is None:
             raise TaskResultDoesNotExist(f"No task result {text!r} in backend {self.alias!r}.")
         try:
@@ -366,4 +351,4 @@ class SQLQueueBackend(BaseTaskBackend):
             result=job.result,
             running_worker=job.lease_owner,
         )
-        return make_task_result(task, str(job.pk), job.args, job.kwargs, self.alias, fields)
+        return make_task_result(task, job.reference, job.args, job.kwargs, self.alias, fields)

@@ -103,7 +103,7 @@ class TaskRunner:
             result=value,
             running_worker=job.lease_owner,
         )
-        return make_task_result(task, str(job.id), job.args, job.kwargs, job.backend, fields)
+        return make_task_result(task, job.reference, job.args, job.kwargs, job.backend, fields)
 
     def call(self, job: ClaimedJob, worker_id: str, control: AttemptControl) -> Any:
         # The claim's time, as the row has it: get_result() later shows the same start.

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from django_sqlqueue.references import id_in
 from tests.tasksapp.tasks_settings import TASKS
 
 if TASKS:
@@ -123,6 +124,6 @@ def worker_signals(result: Any) -> list[dict[str, Any]]:
     from tests.testapp.models import SignalLog
 
     rows = SignalLog.objects.filter(
-        job_id=int(result.id), signal__in=["task_started", "task_finished"]
+        job_id=id_in(result.id), signal__in=["task_started", "task_finished"]
     ).order_by("id")
     return [{"signal": row.signal, **json.loads(row.detail)} for row in rows]

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from django_sqlqueue.references import id_in
 from tests.testapp.models import Execution, SignalLog
 
 from .conftest import compat
@@ -58,7 +59,7 @@ def _log(name: str, sender: Any, task_result: Any) -> None:
     detail["pid"] = os.getpid()
     if task_result.status == compat.TaskResultStatus.SUCCESSFUL:
         detail["return_value"] = task_result.return_value
-    SignalLog.objects.create(signal=name, job_id=int(task_result.id), detail=json.dumps(detail))
+    SignalLog.objects.create(signal=name, job_id=id_in(task_result.id), detail=json.dumps(detail))
 
 
 def on_task_started(sender: Any, task_result: Any, **kwargs: Any) -> None:
@@ -135,7 +136,7 @@ async def async_double(context: Any, value: int) -> dict[str, Any]:
 def record_order(context: Any, label: str) -> str:
     """Writes a row as it starts, so a test can read the order tasks ran in."""
     Execution.objects.create(
-        job_id=int(context.task_result.id),
+        job_id=id_in(context.task_result.id),
         attempt=context.attempt,
         worker_pid=os.getpid(),
         label=label,

@@ -10,6 +10,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.utils import timezone
 
+from django_sqlqueue.models import Job
+from django_sqlqueue.references import id_in
 from tests.testapp.jobs import add as add_job
 
 from . import tasks
@@ -25,7 +27,8 @@ FULLWIDTH = "".join(chr(0xFF10 + digit) for digit in range(10))
 
 
 def spelled(result_id: str, digits: str) -> str:
-    return "".join(digits[int(d)] for d in result_id)
+    """`result_id` with its ASCII decimal digits written in `digits` (the rest kept)."""
+    return "".join(digits[int(d)] if d in "0123456789" else d for d in result_id)
 
 
 class TestEquality:
@@ -62,11 +65,12 @@ class TestRefresh:
 
 
 class TestResultIds:
-    def test_ids_are_integer_strings_under_64_characters(self) -> None:
+    def test_ids_are_job_references_under_64_characters(self) -> None:
         results = [tasks.add.enqueue(i, i) for i in range(3)]
         for result in results:
             assert isinstance(result.id, str)
-            assert result.id == str(int(result.id))
+            job = Job.objects.get(pk=id_in(result.id))
+            assert result.id == job.reference == f"{job.pk}-{job.ref_nonce:x}"
             assert len(result.id) < 64
         assert len({result.id for result in results}) == 3
 
@@ -110,7 +114,7 @@ class TestResultIds:
         from django_sqlqueue.models import Job
 
         result = tasks.add.enqueue(1, 1)
-        Job.objects.using(alias).filter(pk=int(result.id)).delete()
+        Job.objects.using(alias).filter(pk=id_in(result.id)).delete()
         with pytest.raises(compat.TaskResultDoesNotExist):
             backend.get_result(result.id)
 

@@ -12,6 +12,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from django_sqlqueue.models import Job
+from django_sqlqueue.references import id_in
 from tests.tasksapp.tasks_settings import TASKS
 
 from . import tasks
@@ -106,7 +107,7 @@ class TestUsing:
         with override_settings(TASKS=anything):
             result = tasks.add.using(queue_name="any-queue-at-all").enqueue(1, 2)
             assert result.task.queue_name == "any-queue-at-all"
-        assert Job.objects.using(alias).get(pk=int(result.id)).queue == "any-queue-at-all"
+        assert Job.objects.using(alias).get(pk=id_in(result.id)).queue == "any-queue-at-all"
 
 
 @pytest.mark.django_db

@@ -12,6 +12,7 @@ from typing import Any
 from django_tasks import task
 from django_tasks.signals import task_enqueued, task_finished, task_started
 
+from django_sqlqueue.references import id_in
 from tests.testapp.models import Execution
 
 from . import recorders  # noqa: F401 - the same worker's receivers on django.tasks' signals
@@ -29,7 +30,7 @@ def _record(name: str, task_result: Any) -> None:
     if not task_result.task.module_path.startswith(f"{__name__}."):
         return  # the library hears every task; the test counts its own
     Execution.objects.create(
-        job_id=int(task_result.id),
+        job_id=id_in(task_result.id),
         attempt=task_result.attempts,
         worker_pid=os.getpid(),
         label=f"{BACKPORT_PREFIX}{name}:{task_result.status}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from django_sqlqueue.references import id_in
 from django_sqlqueue.tasks.compat import task_finished, task_started
 from tests.testapp.models import Execution
 
@@ -14,7 +15,7 @@ SIGNAL_PREFIX = "signal:"
 
 def _record(name: str, task_result: Any) -> None:
     Execution.objects.create(
-        job_id=int(task_result.id),
+        job_id=id_in(task_result.id),
         attempt=task_result.attempts,
         worker_pid=os.getpid(),
         label=f"{SIGNAL_PREFIX}{name}:{task_result.status}",

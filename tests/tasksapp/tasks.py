@@ -13,6 +13,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from django_sqlqueue.references import id_in
 from django_sqlqueue.tasks.compat import task
 from tests.testapp.models import Execution
 
@@ -25,7 +26,7 @@ class TaskBroke(Exception):
 
 def _record(context: Any, label: str) -> None:
     Execution.objects.create(
-        job_id=int(context.task_result.id),
+        job_id=id_in(context.task_result.id),
         attempt=context.attempt,
         worker_pid=os.getpid(),
         label=label,
@@ -99,7 +100,7 @@ def plain_failure() -> None:
 async def double(context: Any, value: int) -> dict[str, Any]:
     await asyncio.sleep(0.01)
     await Execution.objects.acreate(
-        job_id=int(context.task_result.id),
+        job_id=id_in(context.task_result.id),
         attempt=context.attempt,
         worker_pid=os.getpid(),
         label="double",

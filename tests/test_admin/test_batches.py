@@ -438,6 +438,7 @@ def test_batch_pages_are_translated(admin_client):
                 "default",
                 *(str(b) for b in JobBatch.objects.all()),
                 *(f"{j.name} #{j.pk} ({s.value})" for j in Job.objects.all() for s in Status),
+                *(j.reference for j in Job.objects.all() if j.ref_nonce is not None),
                 # The callback's JSON.
                 *("name", "queue", "args", "kwargs", "priority", "max_attempts", "backend"),
                 *("concurrency_key", "delay_seconds"),

@@ -379,6 +379,8 @@ def data_of(made: Made) -> list[str]:
     # Job.__str__ (name #id (status)), in titles and breadcrumbs: the status is its value.
     jobs = Job.objects.all()
     values += [f"{NAME} #{job.pk} ({status.value})" for job in jobs for status in Status]
+    # The detail page's reference (the id alone, for rows made without a nonce, is a number).
+    values += [job.reference for job in jobs if job.ref_nonce is not None]
     return values
 
 

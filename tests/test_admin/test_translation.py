@@ -171,6 +171,8 @@ def data_of(jobs: dict[str, Job]) -> list[str]:
     values += [*registry.names(), get_settings().default_queue]
     # Job.__str__ (name #id (status)), in the titles and the object history.
     values += [f"{NAME} #{job.pk} ({s.value})" for job in jobs.values() for s in Status]
+    # The detail page's reference (the id alone, for rows made without a nonce, is a number).
+    values += [job.reference for job in jobs.values() if job.ref_nonce is not None]
     return values
 
 

@@ -117,7 +117,7 @@ def test_zombie_worker_cannot_overwrite_the_new_owner(workers):
         timeout=30,
     )
     # ... and is refused: its result is not written.
-    refused = f"Job {job.pk} tests.sleep attempt 1/"
+    refused = f"Job {job.reference} tests.sleep attempt 1/"
     wait_for(
         lambda: any(
             refused in line and "but its lease was lost; its result was discarded" in line

@@ -10,6 +10,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from ...conf import get_settings
 from ...queries import COUNT_CAP, bounded_count, jobs
+from ...references import format_reference
 from ...words import counted
 from ..base import QueueCommand, bounded_int
 from ..job_display import dumps, job_document, list_lines, listing, show_lines
@@ -83,9 +84,10 @@ class Command(QueueCommand):
             self.stdout.write("\n".join(list_lines(rows, count, capped)))
 
     def show(self, alias: str, options: dict[str, Any]) -> None:
-        job = jobs(alias).filter(pk=options["id"]).first()
+        wanted = JobFilters(ids=(options["id"],))
+        job = wanted.apply(jobs(alias)).first()
         if job is None:
-            raise CommandError(f"No job {options['id']}.")
+            raise CommandError(f"No job {format_reference(*options['id'])}.")
         document = job_document(job, alias)
         if options["json"]:
             self.stdout.write(dumps(document))
