@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from datetime import timezone as dt_timezone
+from functools import partial
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -31,6 +32,7 @@ from . import batches
 from .claiming import Claimer
 from .dependencies import release_dependents_after_commit
 from .exits import ExitWriter
+from .holdings import HOLDINGS
 from .inserting import Inserter
 from .polling import Waiter
 
@@ -79,6 +81,14 @@ class QueueDatabase:
         and has jobs waiting for it releases them once the write commits (dependencies.py); a
         member of a batch notes the batch, looked at by `check_batches` (batches.py)."""
         written = self.exits().write(jobs, exit, in_transaction=in_transaction)
+        # Written or fenced out, the jobs are no longer their owner's once this commits
+        # (holdings.py); a rolled-back exit leaves them held, as they still are. Outside an
+        # atomic block it has committed already (or the handler turned autocommit off, and
+        # the worker rolls that back: the heartbeat then hands the jobs back).
+        if self.connection.in_atomic_block:
+            transaction.on_commit(partial(let_go, jobs), using=self.alias)
+        else:
+            let_go(jobs)
         if exit.shape.writes_finished_at:
             waited_for = [job.id for job in jobs if job.has_dependents and job.id in written]
             if waited_for:
@@ -250,3 +260,15 @@ def skip_locked_check(alias: str, connection: BaseDatabaseWrapper) -> list[check
             id="django_sqlqueue.E011",
         )
     ]
+
+
+def let_go(jobs: Sequence[ClaimedJob]) -> None:
+    """The jobs left `running` (their exit committed): out of their owners' holdings."""
+    if len(jobs) == 1:
+        HOLDINGS.discard(jobs[0].lease_owner, ((jobs[0].id, jobs[0].attempts),))
+        return
+    owners: dict[str, list[tuple[int, int]]] = {}
+    for job in jobs:
+        owners.setdefault(job.lease_owner, []).append((job.id, job.attempts))
+    for owner, ids in owners.items():
+        HOLDINGS.discard(owner, ids)

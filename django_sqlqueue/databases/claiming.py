@@ -10,6 +10,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections, transaction
@@ -21,6 +22,7 @@ from ..rows import CLAIM_COLUMNS, ClaimedJob
 from ..states import CLAIMABLE, PARK, PARKED_OWNER, UNCLAIM, Status
 from .flow_keys import hold_key
 from .gate import Admitted, FlowGate, rate_names
+from .holdings import HOLDINGS
 from .paused import PausedQueues
 
 #: Seconds a job checked against its rate reservation may take to reach its handler.
@@ -88,7 +90,10 @@ class Claimer:
         # The last batch is over: a reservation it did not use stays in its window (it holds
         # its share until the period ends) but is no longer this claimer's to replace.
         self.reserved.clear()
-        jobs = self.claim_ready(worker_id, queues, limit, lease_seconds, now, excluded)
+        with HOLDINGS.claiming(worker_id, now) as claim:
+            now = claim.started_at
+            jobs = self.claim_ready(worker_id, queues, limit, lease_seconds, now, excluded)
+            claim.took(jobs)
         if not jobs or self.gate.rules() is None:
             return jobs
         # Some handler or queue has a concurrency or rate limit (databases/gate.py).
@@ -371,9 +376,8 @@ class Claimer:
         if key is None:
             return None
 
-        def hand_off() -> ClaimedJob | None:
+        def hand_off(now: datetime) -> ClaimedJob | None:
             hold_key(self.database, f"concurrency:{key}")
-            now = timezone.now()
             taken = self.take_parked(
                 worker_id, key, lease_seconds, now, queues, excluded, unless_others_due
             )
@@ -381,7 +385,11 @@ class Claimer:
                 self.wake({key: 1}, now)
             return taken
 
-        taken = self.retried_on_deadlock(hand_off)
+        # The claim is in flight until its transaction has committed (databases/holdings.py).
+        with HOLDINGS.claiming(worker_id, timezone.now()) as claim:
+            taken = self.retried_on_deadlock(partial(hand_off, claim.started_at))
+            if taken is not None:
+                claim.took([taken])
         if taken is not None:
             self.slots[taken.id] = key
         return taken

@@ -17,7 +17,7 @@ from django.db import connections
 from django.utils import timezone
 
 from ..models import Worker
-from .transitions import renew_leases
+from .transitions import release_stranded, renew_leases
 
 #: Seconds between two writes of a worker's counters (jobs done, the current job) when they
 #: changed, between its heartbeats (a third of the lease: 20 s by default).
@@ -104,6 +104,9 @@ class Heartbeat(threading.Thread):
             .update(last_seen_at=now, jobs_done=counters[0], current_job_id=counters[1])
         )
         self.reported = counters
+        # The jobs the table says this worker runs but it does not hold (a lost claim reply,
+        # a failover that lost an attempt's end) go back now, not when their lease ends.
+        release_stranded(self.worker_id, alias=self.alias, now=now)
         if not seen:
             # Housekeeping took this live worker for a dead one and removed its row (its
             # heartbeat starved for three leases: a handler held the GIL, or the process was
@@ -123,8 +126,11 @@ class Heartbeat(threading.Thread):
         try:
             while not self.stopped.wait(min(COUNTERS_SECONDS, self.interval)):
                 if time.monotonic() >= next_beat:
-                    next_beat = time.monotonic() + self.interval
-                    self.tick()
+                    # A beat that failed (an outage, a failover) is tried again at the next
+                    # wake, not a whole interval later: the first one after a reconnect
+                    # renews the leases and hands back what the outage stranded.
+                    beaten = self.tick()
+                    next_beat = time.monotonic() + (self.interval if beaten else 0)
                 else:
                     self.report_counters()
         finally:
@@ -144,7 +150,9 @@ class Heartbeat(threading.Thread):
             return
         self.reported = counters
 
-    def tick(self) -> None:
+    def tick(self) -> bool:
+        """Check on the supervisor and the overdue job, then beat; whether the beat was
+        written."""
         try:
             if os.getppid() != self.parent_pid:
                 logger.warning("Worker %s: supervisor is gone; stopping", self.worker_id)
@@ -157,6 +165,8 @@ class Heartbeat(threading.Thread):
         except Exception as exc:
             logger.warning("Worker %s: heartbeat failed: %s", self.worker_id, exc)
             close_quietly(self.alias)
+            return False
+        return True
 
     def stop(self) -> None:
         self.stopped.set()

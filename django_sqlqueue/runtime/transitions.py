@@ -24,10 +24,12 @@ from ..backoff import MAX_DELAY, BackoffSpec, compute_delay
 from ..conf import get_settings
 from ..databases import QueueDatabase, queue_database
 from ..databases.exits import result_text
+from ..databases.holdings import HOLDINGS
 from ..exits import Exit, completed, shape_of
 from ..queries import jobs
 from ..rows import ClaimedJob
 from ..states import FAIL, RELEASE, STOP, Status, status_after_failure
+from ..words import counted
 from .reporting import tell
 
 logger = logging.getLogger("django_sqlqueue")
@@ -298,3 +300,39 @@ def recover_worker(
     reason = f"Worker {worker_id} was lost ({why}) before starting it."
     counts["released"] = release_many(unstarted, reason, alias=alias) if unstarted else 0
     return counts
+
+
+def release_stranded(
+    worker_id: str, *, alias: str | None = None, now: datetime | None = None
+) -> int:
+    """Hand back at once the jobs the table says the live worker `worker_id` (of this
+    process) runs, which it does not hold: a claim whose reply a cut connection lost, or an
+    attempt whose end a failed-over primary lost (databases/holdings.py). Their attempts are
+    not spent: the database cannot tell whether they ran. The number handed back.
+
+    Two reads: the (id, attempts) of the worker's running jobs that started before the
+    ledger's cutoff (a handful, through the running-lease index), then the rows of the
+    stranded ones, if any; one fenced RELEASE."""
+    cutoff, held = HOLDINGS.snapshot(worker_id, now or timezone.now())
+    mine = jobs(alias).filter(status=Status.RUNNING, lease_owner=worker_id, started_at__lt=cutoff)
+    stranded_ids = {pair for pair in mine.values_list("id", "attempts") if pair not in held}
+    if not stranded_ids:
+        return 0
+    stranded = [
+        ClaimedJob.from_model(job)
+        for job in mine.filter(id__in=[job_id for job_id, _ in stranded_ids])
+        if (job.id, job.attempts) in stranded_ids
+    ]
+    reason = (
+        f"Worker {worker_id} was not running it: the database had lost the claim's reply or "
+        "the attempt's end (a dropped connection, a failover); handed back unspent."
+    )
+    released = release_many(stranded, reason, alias=alias) if stranded else 0
+    if released:
+        logger.warning(
+            "Worker %s: handed back %s the database says it runs but it does not hold: %s",
+            worker_id,
+            counted(released, "job"),
+            ", ".join(job.reference for job in stranded),
+        )
+    return released

@@ -25,6 +25,7 @@ from ..conf import QueueSettings, get_settings
 from ..context import AttemptControl
 from ..databases import queue_database
 from ..databases.claiming import Claimer
+from ..databases.holdings import HOLDINGS
 from ..databases.polling import Waiter
 from ..exceptions import JobCancelled, JobTimeout, WorkerShutdown
 from ..rows import ClaimedJob
@@ -397,6 +398,7 @@ class JobWorker(JobStarts, HardStops):
         return False
 
     def unregister(self) -> None:
+        HOLDINGS.forget(self.worker_id)
         try:
             delete_worker_row(self.worker_id, self.alias)
         except DatabaseError as exc:
