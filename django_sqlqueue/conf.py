@@ -79,6 +79,12 @@ def flag(value: Any) -> bool:
     return value
 
 
+def flag_or_none(value: Any) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise SettingError(f"must be True, False or None, got {value!r}.")
+    return value
+
+
 def jitter(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SettingError(f"must be a number from 0 to 1, got {value!r}.")
@@ -285,7 +291,10 @@ class QueueSettings:
         {}, queue_rate_limits, 'Most job starts per period, per queue: {"mail": "100/m"}.'
     )
     postgresql_async_completion = Setting(
-        True, flag, "Completions commit without waiting for PostgreSQL's disk flush."
+        None,
+        flag_or_none,
+        "Completions commit without waiting for the disk flush (None: unless the server "
+        "has synchronous standbys).",
     )
     batch_completion = Setting(
         False, flag, "Record successes in batches (faster; a crash re-runs them)."

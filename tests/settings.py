@@ -33,6 +33,10 @@ elif VENDOR == "postgres":
         "PORT": os.environ.get("PGPORT", "5432"),
         "TEST": {"NAME": f"test_sqlqueue{RUN_ID}"},
     }
+    if os.environ.get("SQLQUEUE_TEST_PG_OPTIONS"):
+        # The failover test (tests/workers/test_failover.py): HOST and PORT list a primary and
+        # its standby, OPTIONS as docs/deployment.md gives them.
+        direct["OPTIONS"] = json.loads(os.environ["SQLQUEUE_TEST_PG_OPTIONS"])
     DATABASES = {"default": direct}
     if os.environ.get("SQLQUEUE_TEST_PGBOUNCER_PORT"):
         # Processes of the PgBouncer tests (tests/pgbouncer): the queue through the suite's own
@@ -120,6 +124,9 @@ SQLQUEUE = {
     else None,
     "CANCEL_GRACE_SECONDS": float(os.environ.get("SQLQUEUE_TEST_CANCEL_GRACE", "5")),
     "BATCH_COMPLETION": os.environ.get("SQLQUEUE_TEST_BATCH_COMPLETION") == "1",
+    "POSTGRESQL_ASYNC_COMPLETION": {"1": True, "0": False}.get(
+        os.environ.get("SQLQUEUE_TEST_ASYNC_COMPLETION", "")
+    ),
     "LISTEN_DATABASE": os.environ.get("SQLQUEUE_TEST_LISTEN_DATABASE") or None,
     "PRUNE_COMPLETED_AFTER_DAYS": (
         None

@@ -62,13 +62,17 @@ class PrivatePostgres:
         if result.returncode:
             raise RuntimeError(f"{' '.join(command)}: {result.stderr.strip() or result.stdout}")
 
-    def init(self, settings: dict[str, Any]) -> None:
+    def prepare_workdir(self) -> None:
+        """The directories and the log file, owned by the user the server runs as."""
         user = pwd.getpwnam(self.os_user)
         for path in (self.workdir, self.sockets):
             path.mkdir(parents=True, exist_ok=True)
             os.chown(path, user.pw_uid, user.pw_gid)
         self.log.touch()
         os.chown(self.log, user.pw_uid, user.pw_gid)
+
+    def init(self, settings: dict[str, Any]) -> None:
+        self.prepare_workdir()
         self._run(
             self._as_user(
                 str(self.bin / "initdb"),

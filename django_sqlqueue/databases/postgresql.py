@@ -150,12 +150,26 @@ class PostgreSQLExitWriter(ExitWriter):
     returning_woken = f", pg_notify('{CHANNEL}', queue)"
 
     def __init__(self, alias: str) -> None:
-        if get_settings().postgresql_async_completion:
+        if async_completion(alias):
             # A completion's own transaction commits without waiting for the WAL flush: a
             # worker crash loses nothing, a database server crash may lose the completions
             # of its last fraction of a second, whose jobs then run again (docs/guarantees.md).
             self.completion_tail = ASYNC_COMMIT
         super().__init__(alias)
+
+
+def async_completion(alias: str) -> bool:
+    """POSTGRESQL_ASYNC_COMPLETION, or by default: on, unless the server waits for
+    synchronous standbys. An asynchronous commit waits for no standby either, so a failover
+    could lose completions the standby never received (their jobs would run again), which a
+    project that pays for synchronous replication does not expect."""
+    wanted = get_settings().postgresql_async_completion
+    if wanted is not None:
+        return wanted
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT current_setting('synchronous_standby_names')")
+        (standbys,) = cursor.fetchone()
+    return not standbys.strip()
 
 
 #: Makes the implicit transaction of one statement commit asynchronously.

@@ -420,3 +420,11 @@ def open_batch(context, size=3, label="inner"):
 def pause_own_queue(queue, wait=True):
     """Pauses `queue` from inside a job: the jobs claimed with it must not start after."""
     pause_queue(queue, wait=wait)
+
+
+@job("tests.note_run", takes_context=True)
+def note_run(context, n=0):
+    """Appends its reference to SQLQUEUE_TEST_RUNS_FILE: a file outlives a failover that
+    loses the database's last writes (tests/workers/test_failover.py counts re-runs)."""
+    with open(os.environ["SQLQUEUE_TEST_RUNS_FILE"], "a") as runs:
+        runs.write(f"{context.reference}\n")

@@ -14,11 +14,7 @@ in the PostgreSQL run of the suite only (the same server programs serve every ru
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,7 +24,9 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from .conftest import ROOT, WorkerProcesses, wait_for
+from . import private_postgres
+from .conftest import WorkerProcesses, wait_for
+from .private_postgres import IN_CI, django, why_not
 
 pytestmark = [
     pytest.mark.workers,
@@ -37,32 +35,8 @@ pytestmark = [
     ),
 ]
 
-IN_CI = os.environ.get("CI", "") in ("true", "1")
 DB_NAME = "sqlqueue_outage"
 JOB_SECONDS = 8
-
-
-def why_not() -> str:
-    """'' when this machine can run a private PostgreSQL, else why not."""
-    if os.geteuid() != 0:
-        return "needs root (the private PostgreSQL runs as the postgres OS user)"
-    if not shutil.which("runuser"):
-        return "needs runuser (util-linux)"
-    from benchmarks.cluster import pgserver
-
-    try:
-        programs = pgserver.bin_dir()
-    except RuntimeError as exc:
-        return str(exc)
-    if not (programs / "initdb").exists():
-        return f"no initdb in {programs}"
-    try:
-        import pwd
-
-        pwd.getpwnam(os.environ.get("CLUSTER_PG_OSUSER", "postgres"))
-    except KeyError:
-        return "no postgres OS user"
-    return ""
 
 
 @pytest.fixture
@@ -99,33 +73,10 @@ def query(server: Any, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return conn.execute(sql, params).fetchall()
 
 
-def django(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
-
-
 def server_env(server: Any, **extra: str) -> dict[str, str]:
     """This process's environment, pointed at the private server's test database."""
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="tests.settings",
-        SQLQUEUE_TEST_DB="postgres",
-        SQLQUEUE_TEST_DB_NAME=DB_NAME,
-        PGHOST=str(server.sockets),
-        PGPORT=server.django_database(DB_NAME)["PORT"],
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        **extra,
-    )
-    return env
+    port = server.django_database(DB_NAME)["PORT"]
+    return private_postgres.server_env(str(server.sockets), port, DB_NAME, **extra)
 
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
