@@ -123,3 +123,46 @@ def contrast_problems(browser: Any) -> list[str]:
         list(COLOURED),
         MIN_CONTRAST,
     )
+
+
+def visible_characters(browser: Any, element: Any) -> int:
+    """How many characters of `element`'s text are on screen: laid out inside its own box,
+    every box that clips it (a scrolling list, the window) and, when its text is cut, left
+    of the ellipsis that ends it."""
+    return browser.execute_script(
+        """
+        const el = arguments[0];
+        if (!el.getClientRects().length) return 0;
+        let box = el.getBoundingClientRect();
+        let left = box.left, right = box.right;
+        const cut = el.scrollWidth > el.clientWidth + 0.5;
+        for (let up = el; up && up !== document.documentElement; up = up.parentElement) {
+          if (getComputedStyle(up).overflowX === 'visible') continue;
+          const r = up.getBoundingClientRect();
+          left = Math.max(left, r.left + up.clientLeft);
+          right = Math.min(right, r.left + up.clientLeft + up.clientWidth);
+        }
+        left = Math.max(left, 0);
+        right = Math.min(right, document.documentElement.clientWidth);
+        if (cut) {
+          const probe = document.createElement('span');
+          probe.textContent = '\\u2026';
+          el.appendChild(probe);
+          right -= probe.getBoundingClientRect().width;
+          probe.remove();
+        }
+        const range = document.createRange();
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        let shown = 0;
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (let i = 0; i < node.length; i++) {
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            const r = range.getBoundingClientRect();
+            if (r.width > 0 && r.left >= left - 0.5 && r.right <= right + 0.5) shown++;
+          }
+        }
+        return shown;
+        """,
+        element,
+    )

@@ -36,6 +36,11 @@ shop.jobs.SupplierUnavailable: supplier API timed out while syncing {sku}
 """
 CUSTOMERS = ("Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia")
 SKUS = ("TEA-EARLGREY-250", "TEA-SENCHA-100", "COF-ETHIOPIA-500", "MUG-STONE-01")
+#: The failed job's error: longer than the job list can show in a narrow column.
+FAILED_ERROR = (
+    "smtplib.SMTPServerDisconnected: Connection unexpectedly closed by mail.example.org:587 "
+    "while sending the welcome email to linus@example.org"
+)
 
 
 @contextmanager
@@ -214,7 +219,7 @@ def seed_queue(now: datetime | None = None) -> Seeded:
         kwargs={"to": "linus@example.org", "name": "Linus"},
         attempts=1,
         run_at=now + timedelta(minutes=2),
-        last_error="SMTPServerDisconnected: Connection unexpectedly closed",
+        last_error=FAILED_ERROR,
     )
     running = add(
         Status.RUNNING,

@@ -27,8 +27,9 @@ from .layout import (
     history_layout,
     horizontal_overflow,
     row_heights,
+    visible_characters,
 )
-from .seed import Seeded, seed_queue
+from .seed import FAILED_ERROR, Seeded, seed_queue
 
 PASSWORD = "browser-test-password"
 #: Where docs/admin.md's screenshots are taken: a common laptop screen.
@@ -36,6 +37,10 @@ WIDTH = 1366
 SCREENS = [(1280, 800), (1366, 768), (1920, 1080)]
 #: The least width of the error column, in px, beside Django's open sidebar.
 MIN_ERROR_WIDTH = {1280: 80, 1366: 100, 1920: 100}
+#: Where the last error must be readable, beside Django's sidebar and the filters.
+ERROR_SCREENS = [(1024, 768), (1366, 768), (1920, 1080)]
+#: The least number of characters of a failed job's error the list shows.
+MIN_ERROR_CHARACTERS = 60
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -169,10 +174,17 @@ def check_pages_fit(
     assert browser.execute_script("return document.documentElement.dataset.theme") == theme
     assert find(browser, "#nav-sidebar").is_displayed()
     assert horizontal_overflow(browser) == {}
-    assert clipped_columns(browser, "#result_list") == []
     error = find(browser, "#result_list thead th.column-error_column")
-    assert error.text.strip().lower() == "last error"
-    assert error.size["width"] >= MIN_ERROR_WIDTH[width], error.size
+    # The error in its column (wide screens) or on a line of its own under its row.
+    under_row = not error.is_displayed()
+    if under_row:
+        assert width < 1700, width
+        assert clipped_columns(browser, "#result_list") == ["column-error_column"]
+    else:
+        assert clipped_columns(browser, "#result_list") == []
+        assert error.text.strip().lower() == "last error"
+        assert error.size["width"] >= MIN_ERROR_WIDTH[width], error.size
+    check_error_readable(browser, seeded)
     failed_row = find(browser, f"#result_list input[value='{seeded.failed.pk}']")
     failed_error = failed_row.find_element("xpath", "ancestor::tr").find_element(
         "css selector", ".sq-error-line"
@@ -187,8 +199,11 @@ def check_pages_fit(
     assert (
         "took 4.2 ms" in retried_cells.find_element("css selector", "td.field-finished_column").text
     )
+    # Rows are as tall as those without an error; under the row, the error adds one line.
     heights = row_heights(browser)
-    assert max(heights["error"]) <= max(heights["no error"]) + 2, heights
+    line = failed_error.size["height"] if under_row else 0
+    assert line <= 20, failed_error.size
+    assert max(heights["error"]) <= max(heights["no error"]) + line + 2, heights
     assert "took" in find(browser, "#result_list td.field-finished_column").text
     assert contrast_problems(browser) == []
     browser.save_screenshot(str(folder / f"fit-list-{name}.png"))
@@ -221,6 +236,45 @@ def check_pages_fit(
     assert clipped_columns(browser, "#result_list") == []
     assert find(browser, "#result_list th.column-jobs_done").text.strip().lower() == "jobs done"
     browser.save_screenshot(str(folder / f"fit-workers-{name}.png"))
+
+
+def failed_error_line(browser: Any, seeded: Seeded) -> Any:
+    """The failed job's error, as its row in the job list shows it."""
+    checkbox = find(browser, f"#result_list input[value='{seeded.failed.pk}']")
+    row = checkbox.find_element("xpath", "ancestor::tr")
+    return row.find_element("css selector", ".sq-error-line")
+
+
+def check_error_readable(browser: Any, seeded: Seeded) -> None:
+    """The failed job's last error: at least MIN_ERROR_CHARACTERS of it on screen, in a
+    colour that stands out, and all of it on hover."""
+    line = failed_error_line(browser, seeded)
+    assert line.text.startswith("SMTPServerDisconnected: Connection unexpectedly closed")
+    assert line.get_attribute("title") == FAILED_ERROR
+    shown = visible_characters(browser, line)
+    assert shown >= MIN_ERROR_CHARACTERS, (shown, line.size)
+    assert contrast_problems(browser) == []
+
+
+@pytest.mark.parametrize(
+    ("width", "height"), ERROR_SCREENS, ids=[f"{w}x{h}" for w, h in ERROR_SCREENS]
+)
+def test_the_last_error_is_readable(
+    browser, live_server, staff_user, seeded, tmp_path, width, height
+):
+    """At 1024, 1366 and 1920 px, beside Django's sidebar and the filters, in the light and
+    the dark theme, a failed job's error shows at least 60 characters, all of it on hover."""
+    browser.set_window_size(width, height)
+    job_list = reverse("admin:django_sqlqueue_job_changelist")
+    log_in(browser, live_server, staff_user, job_list)
+    for theme in ("light", "dark"):
+        browser.execute_script(f"localStorage.setItem('theme', '{theme}')")
+        open_page(browser, live_server.url + job_list)
+        assert browser.execute_script("return document.documentElement.dataset.theme") == theme
+        assert find(browser, "#nav-sidebar").is_displayed()
+        assert find(browser, "#changelist-filter").is_displayed()
+        check_error_readable(browser, seeded)
+        browser.save_screenshot(str(tmp_path / f"error-{width}-{theme}.png"))
 
 
 def test_staff_filters_reads_and_requeues_a_dead_job(
