@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
@@ -150,3 +151,68 @@ def test_dashboard_in_both_themes(browser, live_server, staff_user, screenshots)
     title = find(browser, "#chart-finished rect title").get_attribute("textContent")
     assert ":" in title
     assert find(browser, ".sq-range-item.sq-active").text == "Last 24 hours"
+
+
+def breadcrumbs_style(browser: Any) -> dict[str, Any]:
+    """The breadcrumbs bar as drawn, beside the colours Django's variables give it."""
+    return browser.execute_script(
+        """
+        const bar = document.querySelector('nav .breadcrumbs');
+        const resolve = (property, variable) => {
+          const probe = document.createElement('span');
+          probe.style[property] = `var(${variable})`;
+          bar.appendChild(probe);
+          const value = getComputedStyle(probe)[property];
+          probe.remove();
+          return value;
+        };
+        const style = getComputedStyle(bar);
+        const first = bar.querySelector('li, a');
+        const link = bar.querySelector('a');
+        return {
+          tag: bar.tagName.toLowerCase(),
+          background: style.backgroundColor,
+          expected_background: resolve('backgroundColor', '--breadcrumbs-bg'),
+          link: getComputedStyle(link).color,
+          expected_link: resolve('color', '--breadcrumbs-link-fg'),
+          padding_left: parseFloat(style.paddingLeft),
+          markers: [...bar.querySelectorAll('li')].map(li => getComputedStyle(li).display),
+          separator: bar.tagName === 'OL' ? getComputedStyle(first, '::after').content : '',
+          text: bar.textContent.replace(/\\s+/g, ' ').trim(),
+        };
+        """
+    )
+
+
+def test_breadcrumbs_are_styled(browser, live_server, staff_user):
+    """Our pages' breadcrumbs are drawn as Django's own: its bar colour and link colour, on
+    one line with a separator between the steps, whichever markup the Django line uses."""
+    seed_an_afternoon()
+    queues = Permission.objects.get(
+        content_type__app_label="django_sqlqueue", codename="view_queuestate"
+    )
+    staff_user.user_permissions.add(queues)
+    browser.set_window_size(1366, 900)
+    job_list = reverse("admin:django_sqlqueue_job_changelist")
+    log_in(browser, live_server, staff_user, job_list, "light")
+    pages = {
+        "dashboard": reverse("admin:django_sqlqueue_dashboard"),
+        "queues": reverse("admin:django_sqlqueue_queuestate_changelist"),
+        "purge": reverse("admin:django_sqlqueue_job_purge_old"),
+        "jobs": job_list,
+    }
+    for theme in ("light", "dark"):
+        browser.execute_script(f"localStorage.setItem('theme', '{theme}')")
+        for name, url in pages.items():
+            open_page(browser, live_server.url + url)
+            style = breadcrumbs_style(browser)
+            where = (theme, name, style)
+            assert style["background"] == style["expected_background"], where
+            assert style["background"] != "rgba(0, 0, 0, 0)", where
+            assert style["link"] == style["expected_link"], where
+            assert style["padding_left"] >= 15, where
+            assert style["text"].startswith("Home"), where
+            if style["tag"] == "ol":
+                assert set(style["markers"]) == {"inline-block"}, where
+                assert "\u203a" in style["separator"], where
+            assert find(browser, "nav .breadcrumbs").size["height"] < 60, where
