@@ -23,6 +23,8 @@ TOP = 12
 BOTTOM = 28
 #: X-axis labels drawn at most.
 X_LABELS = 7
+#: The height of a line of an x-axis label.
+LINE = 15
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,17 @@ def nice_ceiling(value: float) -> float:
     return 10 * power
 
 
+def whole_ceiling(value: float) -> float:
+    """The axis' top for counts of jobs: 2, 4, 6 or 10 times a power of ten, at least
+    `value`, so that its half, the middle tick, is a whole number too."""
+    power = 1.0
+    while True:
+        for step in (2, 4, 6, 10):
+            if step * power >= value:
+                return step * power
+        power *= 10
+
+
 def plain_number(value: float) -> str:
     if value >= 1_000_000:
         return f"{value / 1_000_000:g}M"
@@ -64,10 +77,15 @@ def _frame(
     axis: Callable[[float], str],
     body: list[str],
 ) -> SafeString:
+    """The frame around a chart's `body`: its grid, the y-axis and, under the plot, the
+    x-axis labels, each on one line or more (a label's lines are split on newlines; the
+    chart grows by a line for each more)."""
     plot_w = WIDTH - LEFT - RIGHT
     plot_h = HEIGHT - TOP - BOTTOM
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    height = HEIGHT + LINE * (lines - 1)
     parts = [
-        f'<svg class="sq-chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'<svg class="sq-chart" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title><desc>{escape(summary)}</desc>",
     ]
@@ -83,9 +101,13 @@ def _frame(
         every = max(1, -(-count // X_LABELS))
         for index in range(0, count, every):
             x = LEFT + plot_w * (index + 0.5) / count
+            spans = "".join(
+                f'<tspan x="{x:.1f}" dy="{LINE if number else 0}">{escape(line)}</tspan>'
+                for number, line in enumerate(labels[index].split("\n"))
+            )
             parts.append(
-                f'<text class="sq-axis" x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="middle">'
-                f"{escape(labels[index])}</text>"
+                f'<text class="sq-axis sq-x" x="{x:.1f}" y="{HEIGHT - 8}" '
+                f'text-anchor="middle">{spans}</text>'
             )
     parts.extend(body)
     parts.append("</svg>")
@@ -97,11 +119,13 @@ def stacked_bars(
     labels: Sequence[str],
     series: Sequence[Series],
     axis: Callable[[float], str] = plain_number,
+    ticks: Sequence[str] | None = None,
 ) -> SafeString:
-    """One bar per label, its series stacked in order."""
+    """One bar per label, its series stacked in order: counts, so the y-axis counts whole
+    jobs. `labels` name the bars on hover, `ticks` (the labels by default) under the axis."""
     count = len(labels)
     totals = [sum((s.values[i] or 0) for s in series) for i in range(count)]
-    top = nice_ceiling(max(totals, default=0))
+    top = whole_ceiling(max(totals, default=0))
     plot_w = WIDTH - LEFT - RIGHT
     plot_h = HEIGHT - TOP - BOTTOM
     slot = plot_w / max(count, 1)
@@ -123,7 +147,7 @@ def stacked_bars(
             )
             base += value
     summary = ", ".join(f"{s.label} {axis(sum(v or 0 for v in s.values))}" for s in series)
-    return _frame(title, summary, top, labels, axis, body)
+    return _frame(title, summary, top, ticks or labels, axis, body)
 
 
 def line_chart(
@@ -132,11 +156,14 @@ def line_chart(
     series: Sequence[Series],
     axis: Callable[[float], str] = plain_number,
     top: float | None = None,
+    ticks: Sequence[str] | None = None,
+    whole: bool = False,
 ) -> SafeString:
-    """One polyline per series; a gap where a value is None."""
+    """One polyline per series; a gap where a value is None. `whole`: the values count
+    jobs, and so does the y-axis."""
     count = len(labels)
     highest = max((v for s in series for v in s.values if v is not None), default=0.0)
-    top = top or nice_ceiling(highest)
+    top = top or (whole_ceiling(highest) if whole else nice_ceiling(highest))
     plot_w = WIDTH - LEFT - RIGHT
     plot_h = HEIGHT - TOP - BOTTOM
     body = []
@@ -165,7 +192,7 @@ def line_chart(
         }
         for s in series
     )
-    return _frame(title, summary, top, labels, axis, body)
+    return _frame(title, summary, top, ticks or labels, axis, body)
 
 
 def legend(series: Sequence[Series]) -> SafeString:

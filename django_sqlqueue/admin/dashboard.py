@@ -65,6 +65,17 @@ class Window:
     span: timedelta
     bucket: timedelta
 
+    @property
+    def per_minute(self) -> bool:
+        return self.bucket == timedelta(minutes=1)
+
+    @property
+    def note(self) -> str:
+        """What one bar or point of its charts stands for."""
+        if self.per_minute:
+            return _("Each bar and point is one minute.")
+        return _("Drawn in 10-minute buckets: each bar and point sums ten minutes.")
+
 
 def windows() -> dict[str, Window]:
     return {
@@ -203,10 +214,18 @@ class DashboardData:
     # Charts --------------------------------------------------------------------------------
 
     def labels(self) -> list[str]:
-        return [date_format(local(start), "H:i") for start in self.starts]
+        """Each bucket's name on hover: its time, and in the day view its date too."""
+        shape = "H:i" if self.window.per_minute else "M j, H:i"
+        return [date_format(local(start), shape) for start in self.starts]
+
+    def ticks(self) -> list[str]:
+        """Under the x-axis: the time, and in the day view the date on a second line."""
+        if self.window.per_minute:
+            return self.labels()
+        return [date_format(local(start), "H:i\nM j") for start in self.starts]
 
     def charts(self) -> list[dict[str, Any]]:
-        labels = self.labels()
+        labels, ticks = self.labels(), self.ticks()
         outcome_names = {
             "completed": _("completed"),
             "failed": _("failed, will retry"),
@@ -217,7 +236,7 @@ class DashboardData:
         finished = [
             charts.Series(outcome_names[o], f"sq-s-{o}", self.finished[o]) for o in OUTCOMES
         ]
-        per = _("per minute") if self.window.bucket == timedelta(minutes=1) else _("per 10 minutes")
+        per = _("per minute") if self.window.per_minute else _("per 10 minutes")
         backlog = [
             charts.Series(queue, f"sq-s-q{i}", values)
             for i, (queue, values) in enumerate(self.backlog.items())
@@ -236,27 +255,29 @@ class DashboardData:
             {
                 "id": "finished",
                 "title": _("Attempts finished %(per)s, by outcome") % {"per": per},
-                "svg": charts.stacked_bars(_("Attempts finished"), labels, finished),
+                "svg": charts.stacked_bars(_("Attempts finished"), labels, finished, ticks=ticks),
                 "legend": charts.legend(finished),
             },
             {
                 "id": "backlog",
                 "title": _("Backlog per queue (pending and failed jobs)"),
-                "svg": charts.line_chart(_("Backlog per queue"), labels, backlog),
+                "svg": charts.line_chart(
+                    _("Backlog per queue"), labels, backlog, ticks=ticks, whole=True
+                ),
                 "legend": charts.legend(backlog),
                 "empty": not backlog,
             },
             {
                 "id": "wait",
                 "title": _("Wait from run_at to start, p50 and p95"),
-                "svg": charts.line_chart(_("Wait"), labels, waits, axis=seconds_text),
+                "svg": charts.line_chart(_("Wait"), labels, waits, axis=seconds_text, ticks=ticks),
                 "legend": charts.legend(waits),
             },
             {
                 "id": "failures",
                 "title": _("Failure rate (failed, dead and lost attempts)"),
                 "svg": charts.line_chart(
-                    _("Failure rate"), labels, failure, axis=percent_text, top=100
+                    _("Failure rate"), labels, failure, axis=percent_text, top=100, ticks=ticks
                 ),
                 "legend": charts.legend(failure),
             },

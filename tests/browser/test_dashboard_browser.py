@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import date_format
 
 from django_sqlqueue.metrics import rollups
 from django_sqlqueue.models import JobRollup, QueueSample
@@ -151,6 +152,54 @@ def test_dashboard_in_both_themes(browser, live_server, staff_user, screenshots)
     title = find(browser, "#chart-finished rect title").get_attribute("textContent")
     assert ":" in title
     assert find(browser, ".sq-range-item.sq-active").text == "Last 24 hours"
+    # It says what a bar is, and dates its times: under each time on the axis, and on hover.
+    assert "10-minute buckets" in find(browser, ".sq-bucket-note").text
+    days = {date_format(timezone.localtime() - timedelta(days=back), "M j") for back in (0, 1)}
+    for chart in ("finished", "backlog", "wait", "failures"):
+        ticks = x_ticks(browser, chart)
+        assert len(ticks) >= 5, (chart, ticks)
+        assert all(len(lines) == 2 and lines[1] in days for lines in ticks), (chart, ticks)
+    assert any(day in title for day in days), title
+    for chart in ("finished", "backlog"):
+        assert whole_numbers(y_ticks(browser, chart)), chart
+
+
+def x_ticks(browser: Any, chart: str) -> list[list[str]]:
+    """The x-axis labels of a chart, each as its lines."""
+    return browser.execute_script(
+        "return [...document.querySelectorAll(`#chart-${arguments[0]} text.sq-x`)]"
+        ".map(t => [...t.querySelectorAll('tspan')].map(s => s.textContent));",
+        chart,
+    )
+
+
+def y_ticks(browser: Any, chart: str) -> list[str]:
+    return browser.execute_script(
+        "return [...document.querySelectorAll(`#chart-${arguments[0]} text.sq-axis:not(.sq-x)`)]"
+        ".map(t => t.textContent);",
+        chart,
+    )
+
+
+def whole_numbers(ticks: list[str]) -> bool:
+    """Every tick a count of whole jobs (1.5k is 1,500 jobs)."""
+    scale = {"k": 1_000, "M": 1_000_000}
+    values = [float(t[:-1]) * scale[t[-1]] if t[-1] in scale else float(t) for t in ticks]
+    return len(values) == 3 and all(value == int(value) for value in values)
+
+
+def test_count_axes_count_whole_jobs(browser, live_server, staff_user):
+    """With a job or three, the count charts' y-axes read 0, 1, 2 jobs, not 0, 0.5, 1."""
+    minute = rollups.minute_of(timezone.now().timestamp())
+    JobRollup.objects.create(
+        minute=minute, queue="mail", name="shop.send_email", outcome="completed", count=1
+    )
+    QueueSample.objects.create(minute=minute, queue="mail", pending=3, failed=0, oldest_wait=1.0)
+    browser.set_window_size(1366, 900)
+    log_in(browser, live_server, staff_user, reverse("admin:django_sqlqueue_dashboard"), "light")
+    assert y_ticks(browser, "finished") == ["0", "1", "2"]
+    assert y_ticks(browser, "backlog") == ["0", "2", "4"]
+    assert "one minute" in find(browser, ".sq-bucket-note").text
 
 
 def breadcrumbs_style(browser: Any) -> dict[str, Any]:
