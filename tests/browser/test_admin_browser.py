@@ -133,8 +133,11 @@ def seeded(example_jobs: list[str], settings: Any) -> Seeded:
 
 
 def log_in(browser: Any, live_server: Any, user: User, next_url: str, theme: str = "") -> None:
-    """Log in; Django's navigation sidebar stays open, as a new user first sees it."""
+    """Log in; Django's navigation sidebar stays open, as a new user first sees it. The live
+    pages refresh themselves once an hour, not every 5 seconds, so that they hold still while
+    a test reads them (test_live_browser.py sets its own period)."""
     open_page(browser, f"{live_server.url}{reverse('admin:login')}?next={next_url}")
+    browser.execute_script("localStorage.setItem('django_sqlqueue.live.seconds', '3600')")
     find(browser, "#id_username").send_keys(user.username)
     find(browser, "#id_password").send_keys(PASSWORD)
     find(browser, "#login-form input[type=submit]").click()
