@@ -7,14 +7,15 @@ so the checks cannot drift from what the workers accept.
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from typing import Any
 
 from django.conf import settings
 from django.core import checks
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from .conf import SETTINGS, SETTINGS_BY_NAME, SettingError, database_alias_setting, user_settings
-from .databases import UnsupportedDatabase, vendor_class
+from .databases import UnsupportedDatabase, queue_database, vendor_class
 from .scheduling.declarations import declared_schedules
 
 
@@ -106,3 +107,42 @@ def check_database(databases: Any = None, **kwargs: Any) -> list[checks.CheckMes
             )
         ]
     return database.check(alias, connection)
+
+
+#: Due jobs the handlers check reads, in claim order: the claim index serves the read, so it
+#: costs the same on a million-row table as on an empty one.
+HANDLERS_SAMPLE = 1000
+
+
+@checks.register(checks.Tags.database)
+def check_job_handlers(databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """W031: the next due jobs (up to HANDLERS_SAMPLE, as the workers would claim them) whose
+    name has no handler in this process: a worker started here would send them to the dead
+    letter. `runworkers` runs it at start-up, as `check --database` and `migrate` do."""
+    alias = database_alias_setting()
+    if databases is None or alias not in databases or alias not in connections:
+        return []
+    from .registry import registry
+
+    try:
+        sample = queue_database(alias).claimer().next_due(HANDLERS_SAMPLE)
+    except DatabaseError:
+        return []  # no table yet (before migrate) or no connection: other checks say so
+    # django.tasks jobs (a backend set) are run by importing their task, not by a handler.
+    missing = Counter(name for name, backend in sample if not backend and name not in registry)
+    return [
+        checks.Warning(
+            f"{count} of the next due jobs {'is' if count == 1 else 'are'} named {name!r}, "
+            "which has no handler in this process: a worker started here sends "
+            f"{'it' if count == 1 else 'them'} to the dead letter ('no handler').",
+            hint=(
+                "A worker knows the @job functions of the jobs.py module of each installed "
+                "app (imported at start-up while SQLQUEUE['AUTODISCOVER'] is True) and of the "
+                f"modules those import: declare @job({name!r}) there, or import its module "
+                "from an AppConfig.ready(). Workers that serve other queues with other code "
+                "may silence this check."
+            ),
+            id="django_sqlqueue.W031",
+        )
+        for name, count in sorted(missing.items())
+    ]

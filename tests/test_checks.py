@@ -14,7 +14,14 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test.utils import override_settings
 
-from django_sqlqueue.checks import check_clock, check_database, check_settings, unknown_setting
+from django_sqlqueue.checks import (
+    HANDLERS_SAMPLE,
+    check_clock,
+    check_database,
+    check_job_handlers,
+    check_settings,
+    unknown_setting,
+)
 from django_sqlqueue.conf import DEFAULTS, SETTINGS, Setting, get_settings
 
 
@@ -201,6 +208,50 @@ class TestDatabaseCheck:
         out = io.StringIO()
         call_command("check", "--database", alias, stdout=out, stderr=io.StringIO())
         assert "no issues" in out.getvalue()
+
+
+@pytest.mark.django_db
+class TestHandlersCheck:
+    """W031: due jobs whose name no handler of this process has (declared outside an app's
+    jobs.py, or the code moved) would go dead; `runworkers` says so when it starts."""
+
+    def test_due_jobs_without_a_handler_are_named_with_where_handlers_live(
+        self, make_job: Any, alias: str
+    ) -> None:
+        make_job(name="shop.moved_away")
+        make_job(name="shop.moved_away", status="failed")
+        make_job(name="tests.noop")
+        [warning] = check_job_handlers(databases=[alias])
+        assert warning.id == "django_sqlqueue.W031"
+        assert "2 of the next due jobs are named 'shop.moved_away'" in warning.msg
+        assert "jobs.py" in warning.hint and "AppConfig.ready()" in warning.hint
+
+    def test_finished_jobs_and_django_tasks_are_not_reported(
+        self, make_job: Any, alias: str
+    ) -> None:
+        make_job(name="shop.gone", status="dead")
+        make_job(name="shop.gone", status="completed")
+        make_job(name="shop.tasks.send", backend="default")  # run by importing the task
+        assert check_job_handlers(databases=[alias]) == []
+
+    def test_it_reads_only_the_next_due_jobs(self, make_job: Any, alias: str) -> None:
+        from django_sqlqueue.models import Job
+
+        make_job(name="shop.later", priority=-5)
+        Job.objects.using(alias).bulk_create(
+            Job(name="tests.noop", priority=5) for _ in range(HANDLERS_SAMPLE)
+        )
+        assert check_job_handlers(databases=[alias]) == []
+
+    def test_skipped_unless_the_queue_database_is_checked(self, make_job: Any) -> None:
+        make_job(name="shop.moved_away")
+        assert check_job_handlers(databases=None) == []
+
+    def test_check_database_command(self, make_job: Any, alias: str) -> None:
+        make_job(name="shop.moved_away")
+        err = io.StringIO()
+        call_command("check", "--database", alias, stdout=io.StringIO(), stderr=err)
+        assert "django_sqlqueue.W031" in err.getvalue()
 
 
 class TestSettingsPage:

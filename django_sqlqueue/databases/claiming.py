@@ -138,6 +138,30 @@ class Claimer:
                 excluded = tuple(sorted(paused | set(excluded)))
         return queues, excluded
 
+    def index_hint(self, queues: Sequence[str] | None) -> str:
+        """Text after a claim read's table name (SQLite: INDEXED BY)."""
+        return ""
+
+    def run_claim(self, sql: str, params: list[Any]) -> list[Any]:
+        """Run a statement that reads in claim order (PostgreSQL: under planner settings
+        that forbid sorting the backlog)."""
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+
+    def next_due(self, limit: int) -> list[tuple[str, str]]:
+        """(name, backend) of the next `limit` jobs a claim across every queue would take,
+        in claim order, due now or later: the claim index read in its own order, so the cost
+        does not grow with the backlog (the system check W031)."""
+        claimable = (
+            self.database.claimable_condition() if self.database is not None else self.claimable_sql
+        )
+        sql = (
+            f"SELECT name, backend FROM {self.table}{self.index_hint(None)} WHERE {claimable} "
+            "ORDER BY priority DESC, run_at, id LIMIT %s"
+        )
+        return [(row[0], row[1]) for row in self.run_claim(sql, [limit])]
+
     def others_due_sql(
         self, queues: Sequence[str] | None, excluded: Sequence[str], now: datetime
     ) -> tuple[str, list[Any]]:
@@ -479,10 +503,6 @@ class UpdateReturningClaimer(Claimer):
     #: The UPDATE's WHERE, around the subquery (PostgreSQL finds the rows by ctid).
     claimed_rows = "id IN ({candidates})"
 
-    def index_hint(self, queues: Sequence[str] | None) -> str:
-        """Text after the subquery's table name (SQLite: INDEXED BY)."""
-        return ""
-
     def claim_ready(
         self,
         worker_id: str,
@@ -529,8 +549,3 @@ class UpdateReturningClaimer(Claimer):
             f"AND run_at <= %s ORDER BY priority DESC, run_at, id LIMIT %s{self.lock_clause}"
         )
         return sql, [*queue_params, self.adapt(now), limit]
-
-    def run_claim(self, sql: str, params: list[Any]) -> list[Any]:
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return list(cursor.fetchall())

@@ -127,7 +127,9 @@ def test_discard_goes_dead_at_once(workers):
 
 def test_unknown_handler_goes_dead_with_a_message(workers):
     job = Job.objects.create(name="no.such.job")
-    workers.run("--burst")
+    log = workers.run("--burst")
+    # Said at start-up first, before any worker claims it (the check W031).
+    assert "django_sqlqueue.W031: 1 of the next due jobs is named 'no.such.job'" in log
     job.refresh_from_db()
     assert job.status == Status.DEAD
     assert "No handler for job 'no.such.job'" in job.last_error

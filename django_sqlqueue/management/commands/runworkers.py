@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import OperationalError, connections
 
-from ...checks import check_database
+from ...checks import check_database, check_job_handlers
 from ...conf import MAX_CONCURRENCY, get_settings
 from ...logs import JSONFormatter
 from ...metrics import prometheus
@@ -268,7 +268,10 @@ class Command(BaseCommand):
         """Log what the queue database's own checks say (a connection pooler that would swallow
         the wake-ups, say): Django runs them only with `check --database` and `migrate`."""
         logger = logging.getLogger("django_sqlqueue")
-        for message in check_database(databases=[alias]):
+        for message in [
+            *check_database(databases=[alias]),
+            *check_job_handlers(databases=[alias]),
+        ]:
             hint = f" ({message.hint})" if message.hint else ""
             logger.warning("%s: %s%s", message.id, message.msg, hint)
 
