@@ -5,9 +5,9 @@ The database may say a worker holds a job that the worker does not have: a claim
 whose reply a cut connection lost, or, after a PostgreSQL failover, a claim that reached the
 standby while the completion that followed it did not. Nothing would hand such a job back
 before its lease ran out, since the worker keeps renewing its lease (a live worker's heartbeat
-renews what it holds) or nobody looks until it expires. The heartbeat compares the table with
-this ledger (runtime/heartbeat.py, `stranded`): a job running under the worker's name, claimed
-before every claim still in flight, that the ledger does not hold, is stranded.
+renews what it holds) or nobody looks until it expires. Each heartbeat compares the table
+with this ledger (`runtime.transitions.release_stranded`): a job running under the worker's
+name, claimed before every claim still in flight, that the ledger does not hold, is stranded.
 
 The ledger is kept where claims and exits are written, so no path of the worker (a batch being
 started, a slot's handoff, a success not yet recorded) can make a held job look stranded: a
