@@ -54,6 +54,7 @@ REVIEWED: dict[str, dict[str, str]] = {
         "self.table": "quote_name of the model's table",
         "assignments": "Claimer.running_assignments: constants and placeholders",
         "self.index_hint(queues)": "empty, or SQLiteClaimer's constant INDEXED BY clause",
+        "self.index_hint(None)": "the same, for Claimer.next_due's read across every queue",
         "self.claimable_sql": "status constants (Claimer.__init__)",
         "queue_sql": "Claimer.queue_filter: placeholders only",
         "self.lock_clause": "a class constant: empty or FOR UPDATE SKIP LOCKED",
