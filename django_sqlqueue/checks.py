@@ -89,11 +89,20 @@ def unknown_setting(key: Any) -> checks.CheckMessage:
     )
 
 
+def checked_queue_alias(databases: Any) -> str | None:
+    """The queue database's alias when the database checks run on it (Django passes the
+    aliases to check), else None."""
+    alias = database_alias_setting()
+    if databases is None or alias not in databases or alias not in connections:
+        return None
+    return alias
+
+
 @checks.register(checks.Tags.database)
 def check_database(databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The queue database must support atomic claims (`migrate` and `check --database` run it)."""
-    alias = database_alias_setting()
-    if databases is None or alias not in databases or alias not in connections:
+    alias = checked_queue_alias(databases)
+    if alias is None:
         return []
     connection = connections[alias]
     try:
@@ -119,8 +128,8 @@ def check_job_handlers(databases: Any = None, **kwargs: Any) -> list[checks.Chec
     """W031: the next due jobs (up to HANDLERS_SAMPLE, as the workers would claim them) whose
     name has no handler in this process: a worker started here would send them to the dead
     letter. `runworkers` runs it at start-up, as `check --database` and `migrate` do."""
-    alias = database_alias_setting()
-    if databases is None or alias not in databases or alias not in connections:
+    alias = checked_queue_alias(databases)
+    if alias is None:
         return []
     from .registry import registry
 

@@ -72,7 +72,7 @@ REVIEWED: dict[str, dict[str, str]] = {
         "placeholders": "', '.join(['%s'] * len(queues)): the queue names are parameters",
         "', '.join(['%s'] * len(self.names))": "placeholders; the job names are parameters",
         "parked": "Claimer.wake: a Status constant and a placeholder for the parked owner",
-        "claimable": (
+        "self.claimable_condition()": (
             "QueueDatabase.claimable_condition (status constants, or MySQL's claimable = 1), "
             "else self.claimable_sql"
         ),

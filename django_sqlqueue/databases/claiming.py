@@ -138,6 +138,12 @@ class Claimer:
                 excluded = tuple(sorted(paused | set(excluded)))
         return queues, excluded
 
+    def claimable_condition(self) -> str:
+        """The condition the vendor's claim index is led by (MySQL: `claimable = 1`)."""
+        return (
+            self.database.claimable_condition() if self.database is not None else self.claimable_sql
+        )
+
     def index_hint(self, queues: Sequence[str] | None) -> str:
         """Text after a claim read's table name (SQLite: INDEXED BY)."""
         return ""
@@ -153,11 +159,9 @@ class Claimer:
         """(name, backend) of the next `limit` jobs a claim across every queue would take,
         in claim order, due now or later: the claim index read in its own order, so the cost
         does not grow with the backlog (the system check W031)."""
-        claimable = (
-            self.database.claimable_condition() if self.database is not None else self.claimable_sql
-        )
         sql = (
-            f"SELECT name, backend FROM {self.table}{self.index_hint(None)} WHERE {claimable} "
+            f"SELECT name, backend FROM {self.table}{self.index_hint(None)} "
+            f"WHERE {self.claimable_condition()} "
             "ORDER BY priority DESC, run_at, id LIMIT %s"
         )
         return [(row[0], row[1]) for row in self.run_claim(sql, [limit])]
@@ -171,11 +175,9 @@ class Claimer:
         if scope is None:
             return "0", []
         queue_sql, queue_params = self.queue_filter(*scope)
-        claimable = (
-            self.database.claimable_condition() if self.database is not None else self.claimable_sql
-        )
         return (
-            f"EXISTS (SELECT 1 FROM {self.table} WHERE {claimable}{queue_sql} AND run_at <= %s)",
+            f"EXISTS (SELECT 1 FROM {self.table} WHERE {self.claimable_condition()}{queue_sql} "
+            "AND run_at <= %s)",
             [*queue_params, self.adapt(now)],
         )
 
