@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from ..conf import get_settings
-from ..models import Job
+from ..models import Job, reference_q
 from ..references import parse_reference
 from ..states import CLAIMABLE, Status
 from . import display
@@ -118,8 +118,7 @@ class JobAdmin(
         reference = parse_reference(object_id) if from_field is None else None
         if reference is None or reference.nonce is None:
             return super().get_object(request, object_id, from_field)
-        queryset = self.get_queryset(request)
-        return queryset.filter(pk=reference.id, ref_nonce=reference.nonce).first()
+        return self.get_queryset(request).filter(reference_q(reference)).first()
 
     def get_paginator(
         self,

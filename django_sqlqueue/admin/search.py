@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from ..models import reference_q
 from ..references import parse_reference
 
 HELP_TEXT = _(
@@ -46,9 +47,7 @@ def search_q(term: str) -> Q | None:
         return Q(pk=int(digits)) | Q(idempotency_key=term)
     reference = parse_reference(term)
     if reference is not None and reference.nonce is not None:
-        # That job only: a reference kept from before a failover that lost its job finds
-        # nothing, not the job that took its id.
-        return Q(pk=reference.id, ref_nonce=reference.nonce) | Q(idempotency_key=term)
+        return reference_q(reference) | Q(idempotency_key=term)
     return (
         Q(name__icontains=term)
         | Q(idempotency_key=term)

@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from ..exceptions import InvalidJobError
-from ..models import Job
+from ..models import Job, reference_q
 from ..references import Reference, format_reference, parse_reference
 from ..states import Status
 from ..validation import INT64_MAX, check_name
@@ -171,7 +171,7 @@ class JobFilters:
             named = Q(id__in=plain) if plain else Q()
             for ref in self.ids:
                 if ref.nonce is not None:
-                    named |= Q(id=ref.id, ref_nonce=ref.nonce)
+                    named |= reference_q(ref)
             queryset = queryset.filter(named)
         return queryset
 

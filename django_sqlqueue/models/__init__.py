@@ -10,7 +10,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ..references import format_reference, parse_reference
+from ..references import Reference, format_reference, parse_reference
 from ..states import CLAIMABLE, FINISHED, PRIORITY_MAX, PRIORITY_MIN, Status
 
 # The companions of the job table, one module each, imported here so that Django finds them
@@ -99,17 +99,20 @@ class PartialUniqueConstraint(models.UniqueConstraint):
         return [e for e in super().check(model, connection) if e.id != "models.W036"]
 
 
+def reference_q(reference: Reference) -> models.Q:
+    """The job `reference` names, and no other: its primary key and its nonce (a job stored
+    before nonces has none). A reference kept from before a failover that lost its job
+    matches nothing, never the job that took its id."""
+    if reference.nonce is None:
+        return models.Q(pk=reference.id, ref_nonce__isnull=True)
+    return models.Q(pk=reference.id, ref_nonce=reference.nonce)
+
+
 class JobQuerySet(models.QuerySet["Job"]):
     def referenced(self, reference: object) -> JobQuerySet:
-        """The job `reference` names (references.py), or none: one primary-key lookup. A
-        reference kept from before a failover that lost its job finds nothing, never the
-        job that took its id."""
+        """The job `reference` names (references.py), or none: one primary-key lookup."""
         parsed = parse_reference(reference)
-        if parsed is None:
-            return self.none()
-        if parsed.nonce is None:
-            return self.filter(pk=parsed.id, ref_nonce__isnull=True)
-        return self.filter(pk=parsed.id, ref_nonce=parsed.nonce)
+        return self.none() if parsed is None else self.filter(reference_q(parsed))
 
 
 class Job(models.Model):
