@@ -264,9 +264,6 @@ def skip_locked_check(alias: str, connection: BaseDatabaseWrapper) -> list[check
 
 def let_go(jobs: Sequence[ClaimedJob]) -> None:
     """The jobs left `running` (their exit committed): out of their owners' holdings."""
-    if len(jobs) == 1:
-        HOLDINGS.discard(jobs[0].lease_owner, ((jobs[0].id, jobs[0].attempts),))
-        return
     owners: dict[str, list[tuple[int, int]]] = {}
     for job in jobs:
         owners.setdefault(job.lease_owner, []).append((job.id, job.attempts))
