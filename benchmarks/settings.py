@@ -19,6 +19,8 @@ SYSTEM_APPS = {
     "tasks_db": ["django_tasks_db"],
     "procrastinate": ["procrastinate.contrib.django"],
     "huey": [],
+    # Django and the benchmark's own app, nothing else: the check_floor scenario's project.
+    "bare": [],
 }
 
 SECRET_KEY = "benchmarks-only-not-secret"

@@ -66,6 +66,23 @@ def test_no_alias_uses_the_backend() -> None:
     assert tasks_summary({"default": "not a dict"}) == none
 
 
+def test_the_frameworks_own_backends_are_not_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Django 6's default TASKS names its immediate backend: importing it to look for ours
+    would add to every worker's start-up."""
+    imported: list[str] = []
+    monkeypatch.setattr(
+        "django.utils.module_loading.import_string", lambda path: imported.append(path)
+    )
+    framework_own = {
+        "default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"},
+        "backport": {"BACKEND": "django_tasks.backends.database.DatabaseBackend"},
+    }
+    assert tasks_summary(framework_own) == f"{FRAMEWORK}: none (TASKS names no SQLQueueBackend)"
+    assert imported == []
+    tasks_summary({"other": {"BACKEND": "another.package.Backend"}})
+    assert imported == ["another.package.Backend"]  # any other path is still looked at
+
+
 # The connections a supervisor with slots may need (runworkers --concurrency) ------------
 
 

@@ -135,6 +135,15 @@ SCENARIOS: dict[str, Scenario] = {
             metrics=("startup_s", "startup_min_s", "startup_max_s"),
         ),
         Scenario(
+            "check_floor",
+            "start-up floor: exec -> exit of `manage.py check`, without django-sqlqueue (s)",
+            "startup_s",
+            full=[{"starts": 5}],
+            quick=[{"starts": 2}],
+            systems="raw",
+            metrics=("startup_s", "startup_min_s", "startup_max_s"),
+        ),
+        Scenario(
             "footprint",
             "footprint: RSS per worker (MiB), CPU of idle workers (% of a core)",
             "rss_mb_per_worker",

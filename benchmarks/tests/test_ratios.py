@@ -77,3 +77,22 @@ def test_targets_per_database_and_missing_sides() -> None:
         ("postgres", "9.00", "-"),  # the floor target is SQLite's
     ]
     assert ratio_table([results[2]]) == ""
+
+
+def test_start_up_is_bounded_from_above_by_the_bare_check() -> None:
+    """A time: lower is better, so the target is a most, and a slower start-up misses it."""
+    results = [
+        *(
+            result("sqlite", "startup", "sqlqueue", v, workers=1, metric="startup_s")
+            for v in (1.0, 1.2, 9.0)
+        ),
+        result("sqlite", "startup", "sqlqueue", 0.1, workers=4, metric="startup_s"),  # not -n 1
+        result("sqlite", "check_floor", "raw", 0.8, starts=5, metric="startup_s"),
+        result("postgres", "startup", "sqlqueue", 2.0, workers=1, metric="startup_s"),
+        result("postgres", "check_floor", "raw", 1.0, starts=5, metric="startup_s"),
+    ]
+    table = rows(ratio_table(results))
+    assert [(row[0], row[2], row[3], row[4], row[5]) for row in table] == [
+        ("postgres", "2.00", "1.00 (manage.py check)", "2.00", "≤ 1.5: NOT met"),
+        ("sqlite", "1.20", "0.80 (manage.py check)", "1.50", "≤ 1.5: met"),
+    ]

@@ -284,8 +284,8 @@ class Supervisor:
         # Move everything built so far (Django, the app registry, the handlers) out of the
         # collector's reach: the workers' collections then never write to these pages (so
         # they stay shared), and nor does the interpreter's final collection at exit.
-        # Collect first, so no garbage is frozen for good.
-        gc.collect()
+        # No collection first: a full one took 60-70 ms of every start-up on PostgreSQL to
+        # free a few dozen objects (33 in the benchmark project), which stay frozen instead.
         gc.freeze()
         # Workers first: they can claim ready jobs while housekeeping recovers expired ones.
         for index, plan in enumerate(self.plans):

@@ -33,16 +33,21 @@ BACKEND_PATHS = frozenset(
     {"django_sqlqueue.backend.SQLQueueBackend", "django_sqlqueue.tasks.backend.SQLQueueBackend"}
 )
 
+#: The framework's own backends (Django's and the backport's), never subclasses of ours.
+FRAMEWORK_BACKENDS = ("django.tasks.backends.", "django_tasks.backends.")
+
 
 def is_our_backend(path: Any) -> bool:
     """Whether a TASKS BACKEND path names SQLQueueBackend or a subclass of it.
 
     Another path is imported to look at its classes (that backend's framework is installed if
-    TASKS names it); one that cannot be imported is not ours.
+    TASKS names it); one that cannot be imported is not ours. The framework's own backends
+    (Django 6's default TASKS names one) are not imported: none is ours, and the import would
+    add to every worker's start-up.
     """
     if path in BACKEND_PATHS:
         return True
-    if not isinstance(path, str):
+    if not isinstance(path, str) or path.startswith(FRAMEWORK_BACKENDS):
         return False
     from django.utils.module_loading import import_string
 
