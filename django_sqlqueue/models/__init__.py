@@ -146,8 +146,9 @@ class Job(models.Model):
         blank=True,
         help_text=_("One entry per attempt: worker, times, outcome."),
     )
-    idempotency_key = models.CharField(
-        _("idempotency key"), max_length=255, null=True, blank=True, unique=True
+    # Unique through the partial constraint below: most jobs have no key and stay out of it.
+    idempotency_key = models.CharField(  # noqa: DJ001
+        _("idempotency key"), max_length=255, null=True, blank=True
     )
     lease_owner = models.CharField(_("lease owner"), max_length=100, blank=True, default="")
     lease_expires_at = models.DateTimeField(_("lease expires"), null=True, blank=True)
@@ -265,8 +266,15 @@ class Job(models.Model):
                 fallback=(),
                 name="sqlqueue_concurrency_wait",
             ),
-            # purgejobs and the admin's finished-date filter.
-            models.Index(fields=["status", "finished_at"], name="sqlqueue_status_finished"),
+            # purgejobs and the admin's finished-date filter. Partial: a job enters it when it
+            # finishes, so its INSERT and its claim do not write it (every query that uses it
+            # bounds finished_at, which implies the condition).
+            PartialIndex(
+                fields=["status", "finished_at"],
+                condition=models.Q(finished_at__isnull=False),
+                fallback=(),
+                name="sqlqueue_status_finished",
+            ),
             models.Index(fields=["name", "-id"], name="sqlqueue_name"),
             # The admin's status filter, newest first.
             models.Index(fields=["status", "-id"], name="sqlqueue_status_id"),
@@ -283,6 +291,15 @@ class Job(models.Model):
             models.CheckConstraint(
                 condition=models.Q(priority__gte=PRIORITY_MIN, priority__lte=PRIORITY_MAX),
                 name="sqlqueue_priority_range",
+            ),
+            # One job per idempotency key. Partial, so that a job without a key (most jobs)
+            # writes no entry at its INSERT, nor at any UPDATE on PostgreSQL. PostgreSQL also
+            # gets a prefix index for the schedules' "jobs of this schedule" link (migration
+            # 0012), which Django would otherwise have made over every row.
+            PartialUniqueConstraint(
+                fields=["idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="sqlqueue_idempotency_key",
             ),
             PartialUniqueConstraint(
                 fields=["unique_active"],
