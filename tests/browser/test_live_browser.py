@@ -34,6 +34,51 @@ def wait_periods(browser: Any, periods: int = 2) -> None:
     wait_for(browser, lambda b: ticks(b) >= start + periods)
 
 
+def act_on_the_live_page(browser: Any, act: Any) -> None:
+    """Do `act` (a click, a focus) on a page that reloads itself, so that it takes: found and
+    done on one page, and that page ticked on after it, so it saw the act and holds still.
+
+    The list reloads at a tick unless held; a reload already under way when `act` ran takes
+    the act with the page it was done on (that page never ticks again), or swaps the element
+    between its find and its click. Either way, act again on the fresh page."""
+    from selenium.common.exceptions import (
+        JavascriptException,
+        NoSuchElementException,
+        StaleElementReferenceException,
+    )
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # What a page being replaced may raise at any step: look again.
+    replaced = (JavascriptException, NoSuchElementException, StaleElementReferenceException)
+
+    def until(condition: Any) -> Any:
+        return WebDriverWait(browser, 15, ignored_exceptions=replaced).until(condition)
+
+    for _ in range(5):
+        until(lambda b: b.execute_script(READY))
+        try:
+            act()
+            start = browser.execute_script(f"window.sqActed = true; return {TICKS};")
+        except replaced:
+            continue
+        until(lambda b, start=start: b.execute_script(TICKED_OR_GONE, start))
+        until(lambda b: b.execute_script(READY))
+        if browser.execute_script(ACTED):  # the page it acted on ticked, and held
+            return
+    pytest.fail("the page reloaded under every attempt to act on it")
+
+
+#: The live control's tick count on the page as it is now (-1 while it loads).
+TICKS = (
+    "(() => { const c = document.querySelector('[data-sq-live]');"
+    " return c ? Number(c.dataset.sqTicks || 0) : -1; })()"
+)
+READY = f"return document.readyState === 'complete' && {TICKS} >= 0"
+#: The page that was marked ticked on past arguments[0], or it is gone (reloaded).
+TICKED_OR_GONE = f"return window.sqActed !== true || {TICKS} > arguments[0]"
+ACTED = "return window.sqActed === true"
+
+
 def finished_in(queue: str) -> None:
     """An attempt of `queue` finished this minute, as a worker's rollup records it."""
     minute = rollups.minute_of(timezone.now().timestamp())
@@ -96,7 +141,7 @@ def test_the_job_list_refreshes_itself_but_not_under_a_selection(browser, live_s
     wait_for(browser, lambda b: find_all(b, row(second)))
 
     # A job selected: the list holds still, so the selection is not lost.
-    find(browser, row(first)).click()
+    act_on_the_live_page(browser, lambda: find(browser, row(first)).click())
     third = Job.objects.create(name="shop.build_sales_report", queue="reports")
     wait_periods(browser)
     assert not find_all(browser, row(third))
@@ -105,7 +150,7 @@ def test_the_job_list_refreshes_itself_but_not_under_a_selection(browser, live_s
     # Unselected, it is live again; and a field with the focus holds it still too.
     find(browser, row(first)).click()
     wait_for(browser, lambda b: find_all(b, row(third)))
-    find(browser, "#searchbar").click()
+    act_on_the_live_page(browser, lambda: find(browser, "#searchbar").click())
     fourth = Job.objects.create(name="shop.send_welcome_email", queue="mail")
     wait_periods(browser)
     assert not find_all(browser, row(fourth))
