@@ -67,6 +67,7 @@ LINE_TESTS=(
     tests/test_tasks_backport_on_6x.py
     tests/test_tasks_checks_project.py
     tests/test_migrations.py
+    tests/test_migration_0012.py
     tests/test_admin
     tests/scheduling/test_admin.py
     tests/browser
