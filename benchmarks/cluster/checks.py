@@ -125,11 +125,32 @@ def cut_recoveries(f: Facts, cuts: list[Cut]) -> tuple[list[float], list[str]]:
                 and (timestamp(e.get("finished_at")) or 0.0) <= cut.start + CUT_RACE_SECONDS
                 for e in history
             )
+            handed_back = taken_elsewhere(cut, history)
             if lost:
                 seconds.append(min(lost) - cut.start)
+            elif handed_back is not None:
+                seconds.append(max(0.0, handed_back - cut.start))
             elif not finished_before:
                 missing.append(f"job {job_id} held by {cut.hostname} was never recovered")
     return seconds, missing
+
+
+def taken_elsewhere(cut: Cut, history: list[dict[str, Any]]) -> float | None:
+    """When another host started the job, if the cut host gave it back unstarted instead:
+    `held` is read just before the cut, and a claimed job the cut host had not started yet
+    may go back to the queue in between (a batch behind an overrunning job, a paused queue),
+    with no history entry of its own. Then no entry of the cut host starts after the read,
+    and another host's attempt does; fencing keeps others from a job the cut host still
+    held, so that attempt is where its holding ended."""
+    since = cut.start - CUT_RACE_SECONDS
+
+    def began(e: dict[str, Any]) -> float:
+        return timestamp(e.get("started_at")) or timestamp(e.get("finished_at")) or 0.0
+
+    if any(cut.owns(e.get("worker")) and began(e) >= since for e in history):
+        return None
+    elsewhere = [began(e) for e in history if not cut.owns(e.get("worker")) and began(e) >= since]
+    return min(elsewhere, default=None)
 
 
 def check_cut_recovery(f: Facts, cuts: list[Cut]) -> Check:

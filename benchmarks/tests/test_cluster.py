@@ -164,6 +164,18 @@ def test_the_cut_hosts_jobs_must_be_recovered_within_the_lease_bound() -> None:
     raced = partitioned_run()
     raced.jobs[0].history = [entry(1, ZOMBIE, "completed", T0 + 10.2)]
     assert check_cut_recovery(Facts(raced), cuts_of(raced)).passed
+    # Given back unstarted just before the cut (no entry of its own), run at once elsewhere.
+    given_back = partitioned_run()
+    given_back.jobs[0].history = [entry(1, OTHER, "completed", T0 + 10.2)]
+    assert check_cut_recovery(Facts(given_back), cuts_of(given_back)).passed
+    assert numbers(given_back)["cut_recovery_seconds"] == [0.1]  # its start, 0.1 s in
+    # ... but taken elsewhere only after the lease bound: late, as a slow recovery is.
+    given_back.jobs[0].history = [entry(1, OTHER, "completed", T0 + 30)]
+    assert not check_cut_recovery(Facts(given_back), cuts_of(given_back)).passed
+    # A cut host that ran it again after the read, without a recovery, is not excused.
+    rerun = partitioned_run()
+    rerun.jobs[0].history = [entry(1, ZOMBIE, "error", T0 + 12), done(2, 13)]
+    assert not check_cut_recovery(Facts(rerun), cuts_of(rerun)).passed
 
 
 def test_a_zombie_outcome_recorded_after_its_recovery_breaks_fencing() -> None:
