@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -267,9 +268,8 @@ def time_pages(repeat: int) -> list[tuple[str, float, float, float, int, int]]:
     from datetime import timedelta
 
     from django.contrib.auth.models import User
-    from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext, setup_test_environment
+    from django.test.utils import setup_test_environment
     from django.utils import timezone
 
     from django_sqlqueue.models import Job
@@ -292,31 +292,38 @@ def time_pages(repeat: int) -> list[tuple[str, float, float, float, int, int]]:
         url = f"/admin/django_sqlqueue/{path.format(**values)}"
         if query:
             url += "?" + query.format(**values)
-        client.get(url)  # warm-up: templates, caches, the database's buffers
-        timings, cpu = [], []
-        for _ in range(repeat):
-            with CaptureQueriesContext(connection) as captured:
-                started, started_cpu = time.perf_counter(), time.process_time()
-                response = client.get(url)
-                timings.append(time.perf_counter() - started)
-                cpu.append(time.process_time() - started_cpu)
+
+        def render(url: str = url) -> Any:
+            response = client.get(url)
             if response.status_code != 200:
                 raise SystemExit(f"{url}: HTTP {response.status_code}")
+            return response
+
+        response, median, fastest, cpu, captured = timed(render, repeat)
         if os.environ.get("BENCH_SHOW_QUERIES"):
             for query in captured.captured_queries:
                 print(f"    {float(query['time']) * 1000:8.1f}ms  {query['sql'][:150]}")
         rows = len(response.context["cl"].result_list) if "cl" in (response.context or {}) else 1
-        results.append(
-            (
-                label,
-                statistics.median(timings),
-                min(timings),
-                statistics.median(cpu),
-                len(captured),
-                rows,
-            )
-        )
+        results.append((label, median, fastest, cpu, len(captured), rows))
     return results
+
+
+def timed(action: Callable[[], Any], repeat: int) -> tuple[Any, float, float, float, Any]:
+    """`action` once to warm up (templates, caches, the database's buffers), then `repeat`
+    times timed: its last result, the median and fastest wall time, the median CPU time of
+    this process, and the queries of the last run."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    action()
+    timings, cpu = [], []
+    for _ in range(repeat):
+        with CaptureQueriesContext(connection) as captured:
+            started, started_cpu = time.perf_counter(), time.process_time()
+            result = action()
+            timings.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - started_cpu)
+    return result, statistics.median(timings), min(timings), statistics.median(cpu), captured
 
 
 def time_purge(repeat: int) -> tuple[str, float, float, float, int, int]:
@@ -324,32 +331,24 @@ def time_purge(repeat: int) -> tuple[str, float, float, float, int, int]:
     DELETE, in a transaction rolled back (so every repeat finds the same rows)."""
     from datetime import timedelta
 
-    from django.db import connection, transaction
-    from django.test.utils import CaptureQueriesContext
+    from django.db import transaction
     from django.utils import timezone
 
     from django_sqlqueue.models import Job
     from django_sqlqueue.operations import purgeable
     from django_sqlqueue.states import FINISHED_VALUES
 
-    cutoff = timezone.now() - timedelta(days=3)
-    queryset = purgeable(cutoff, statuses=list(FINISHED_VALUES))
-    timings, cpu, deleted, queries = [], [], 0, 0
-    for attempt in range(repeat + 1):  # the first one warms up
-        with CaptureQueriesContext(connection) as captured:
-            started, started_cpu = time.perf_counter(), time.process_time()
-            with transaction.atomic():
-                ids = list(queryset.order_by("id").values_list("id", flat=True)[:1000])
-                _, per_model = queryset.filter(id__in=ids).delete()
-                deleted = per_model.get(Job._meta.label, 0)
-                transaction.set_rollback(True)
-            elapsed, used = time.perf_counter() - started, time.process_time() - started_cpu
-        if attempt:
-            timings.append(elapsed)
-            cpu.append(used)
-            queries = len(captured)
-    label = "purge: one batch of 1,000 (rolled back)"
-    return label, statistics.median(timings), min(timings), statistics.median(cpu), queries, deleted
+    queryset = purgeable(timezone.now() - timedelta(days=3), statuses=list(FINISHED_VALUES))
+
+    def one_batch() -> int:
+        with transaction.atomic():
+            ids = list(queryset.order_by("id").values_list("id", flat=True)[:1000])
+            _, per_model = queryset.filter(id__in=ids).delete()
+            transaction.set_rollback(True)
+        return per_model.get(Job._meta.label, 0)
+
+    deleted, median, fastest, cpu, captured = timed(one_batch, repeat)
+    return "purge: one batch of 1,000 (rolled back)", median, fastest, cpu, len(captured), deleted
 
 
 PROPOSED_INDEX = "bench_status_id"
