@@ -21,8 +21,9 @@ SMOOTHING = 0.2
 class DurationEstimates:
     """Moving averages of job durations: one per job name, and one over every job."""
 
-    def __init__(self, budget: float = CLAIM_BUDGET_SECONDS) -> None:
-        self.budget = budget
+    def __init__(self, budget: float | None = None) -> None:
+        # Read when a worker starts, not when this module loads: tests set it per process.
+        self.budget = CLAIM_BUDGET_SECONDS if budget is None else budget
         self.overall: float | None = None
         self.by_name: dict[str, float] = {}
 

@@ -92,7 +92,11 @@ def test_a_worker_that_dies_counts_its_job_and_gives_back_the_ones_it_had_not_st
     fatal = hard_exit.enqueue()  # max_attempts=1
     rest = record.enqueue_many([{"label": "c"}, {"label": "d"}, {"label": "e"}])
 
-    log = workers.run("-n", "1", "--stop-after", "5", timeout=60)
+    # A claim budget far above these jobs' durations on any machine: the worker keeps
+    # [exit, c, d] in one batch, and its watch does not hand c and d back while `exit` runs.
+    # (At the default 50 ms, a slow disk's commits made `record` too slow to batch.)
+    budget = {"SQLQUEUE_TEST_CLAIM_BUDGET": "30"}
+    log = workers.run("-n", "1", "--stop-after", "5", timeout=60, env=budget)
 
     fatal.refresh_from_db()
     assert fatal.status == Status.DEAD
