@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from django_sqlqueue.models import Job, Worker
 
+from . import SQLITE_RUNS_ONLY
 from .layout import (
     ATTEMPT_COLUMNS,
     clipped_columns,
@@ -42,7 +43,7 @@ ERROR_SCREENS = [(1024, 768), (1366, 768), (1920, 1080)]
 #: The least number of characters of a failed job's error the list shows.
 MIN_ERROR_CHARACTERS = 60
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, SQLITE_RUNS_ONLY]
 
 
 def wait_for(browser: Any, condition: Any, timeout: float = 15) -> Any:

@@ -20,10 +20,11 @@ from django.utils.formats import date_format
 from django_sqlqueue.metrics import rollups
 from django_sqlqueue.models import JobRollup, QueueSample
 
+from . import SQLITE_RUNS_ONLY
 from .layout import horizontal_overflow
 from .test_admin_browser import find, find_all, log_in, open_page, screenshot, staff_user, wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, SQLITE_RUNS_ONLY]
 __all__ = ["staff_user"]  # the fixture, imported for this module's tests
 
 #: WCAG 2's least contrast for graphics (the series) and for text (the axes).

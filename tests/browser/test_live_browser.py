@@ -18,9 +18,10 @@ from django.utils import timezone
 from django_sqlqueue.metrics import rollups
 from django_sqlqueue.models import Job, JobRollup
 
+from . import SQLITE_RUNS_ONLY
 from .test_admin_browser import find, find_all, log_in, open_page, staff_user, wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, SQLITE_RUNS_ONLY]
 __all__ = ["staff_user"]  # the fixture, imported for this module's tests
 
 
