@@ -1,5 +1,7 @@
-"""The test app's configuration: a worker process spawned by a test may be given another
-claim budget, so that whether it claims jobs in batches does not follow this machine's speed."""
+"""The test app's configuration. A worker process spawned by a test may be given another
+claim budget, so that whether it claims jobs in batches does not follow this machine's speed,
+and a supervisor a shorter interval between its reads of the schedule rows, so that a test
+waiting for reads waits less."""
 
 from __future__ import annotations
 
@@ -18,3 +20,8 @@ class TestAppConfig(AppConfig):
             from django_sqlqueue.runtime import dispatch, worker
 
             dispatch.CLAIM_BUDGET_SECONDS = worker.CLAIM_BUDGET_SECONDS = float(budget)
+        refresh = os.environ.get("SQLQUEUE_TEST_SCHEDULE_REFRESH")
+        if refresh:
+            from django_sqlqueue.runtime import scheduler
+
+            scheduler.REFRESH_SECONDS = float(refresh)
