@@ -20,13 +20,12 @@ from types import ModuleType
 
 import pytest
 
+from tests.runs import sqlite_runs_only
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_DIR = REPO_ROOT / "example_project"
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SQLQUEUE_TEST_DB", "sqlite") != "sqlite",
-    reason="the example project runs on SQLite only; it is tested in the SQLite runs",
-)
+pytestmark = sqlite_runs_only("the example project runs on SQLite only")
 
 
 def clean_env() -> dict[str, str]:

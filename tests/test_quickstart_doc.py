@@ -18,15 +18,14 @@ from pathlib import Path
 import django
 import pytest
 
+from tests.runs import sqlite_runs_only
+
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "quickstart.md"
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
 
 pytestmark = [
     pytest.mark.timeout(300),
-    pytest.mark.skipif(
-        os.environ.get("SQLQUEUE_TEST_DB", "sqlite") != "sqlite",
-        reason="the quickstart's project runs on SQLite: tested in the SQLite runs",
-    ),
+    sqlite_runs_only("the quickstart's project runs on SQLite"),
 ]
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs import sqlite_runs_only
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WEB_PROCESSES = 3
 TRANSACTIONS_PER_PROCESS = 300
@@ -37,10 +39,7 @@ pytestmark = [
     pytest.mark.workers,
     pytest.mark.slow,
     pytest.mark.timeout(900),  # its own bounds: up to 180 + 300 + 60 s
-    pytest.mark.skipif(
-        os.environ.get("SQLQUEUE_TEST_DB", "sqlite") != "sqlite",
-        reason="a SQLite project by design; it is tested in the SQLite runs",
-    ),
+    sqlite_runs_only("a SQLite project by design"),
 ]
 
 JOBS = """

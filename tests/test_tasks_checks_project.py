@@ -18,6 +18,7 @@ from pathlib import Path
 import django
 import pytest
 
+from tests.runs import sqlite_runs_only
 from tests.tasksapp.tasks_settings import TASKS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -25,10 +26,7 @@ FIX = "Add 'django_sqlqueue' to INSTALLED_APPS and run migrate."
 
 pytestmark = [
     pytest.mark.skipif(not TASKS, reason="No Tasks framework: Django 5.2 without the backport"),
-    pytest.mark.skipif(
-        os.environ.get("SQLQUEUE_TEST_DB", "sqlite") != "sqlite",
-        reason="settings only, no database: tested in the SQLite runs",
-    ),
+    sqlite_runs_only("settings only, no database"),
 ]
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs import sqlite_runs_only
+
 #: Each test runs a pytest of its own, bounded at 300 s.
 pytestmark = pytest.mark.timeout(600)
 
@@ -53,10 +55,7 @@ def test_the_project_suite_passes_with_the_plugin_from_its_entry_point(tmp_path:
 
 
 #: How pytest finds the plugin does not depend on the database: tested in the SQLite runs.
-sqlite_only = pytest.mark.skipif(
-    os.environ.get("SQLQUEUE_TEST_DB", "sqlite") != "sqlite",
-    reason="plugin loading does not depend on the database: tested in the SQLite runs",
-)
+sqlite_only = sqlite_runs_only("plugin loading does not depend on the database")
 
 
 @sqlite_only

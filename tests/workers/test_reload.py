@@ -17,6 +17,7 @@ import pytest
 from django_sqlqueue.models import Job
 from django_sqlqueue.states import Status
 from tests.probes import Probes
+from tests.runs import sqlite_runs_only
 from tests.workers.conftest import WorkerProcesses, wait_for
 
 pytestmark = [
@@ -24,10 +25,7 @@ pytestmark = [
     pytest.mark.slow,
     # The reloader and the process restarts do not depend on the database, which the other
     # worker tests cover: half a minute saved on each server's run.
-    pytest.mark.skipif(
-        os.environ.get("SQLQUEUE_TEST_DB", "sqlite") != "sqlite",
-        reason="the reload mechanics do not depend on the database: tested in the SQLite runs",
-    ),
+    sqlite_runs_only("the reload mechanics do not depend on the database"),
 ]
 
 JOBS_V1 = """
