@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
+#: A plain `enqueue()`'s options (frozen, so one instance serves every call).
+NO_OPTIONS = EnqueueOptions()
+
 
 def _where(func: Callable[..., Any]) -> str:
     """`module.qualname (file:line)`, to name both places in a duplicate-name error."""
@@ -74,7 +77,9 @@ class JobHandler(Generic[P, R]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
         """Store one job in the caller's transaction and return it."""
-        return BoundJob(self, EnqueueOptions()).enqueue(*args, **kwargs)
+        from .enqueueing.store import enqueue_job
+
+        return enqueue_job(self, args, kwargs, NO_OPTIONS)
 
     def enqueue_many(self, kwargs_list: Iterable[Mapping[str, Any]]) -> list[Job]:
         """Store one job per dict of keyword arguments, in one batch of INSERTs."""

@@ -175,6 +175,10 @@ class NewJob:
     batch_id: int | None = None
     #: The random half of its public reference (references.py).
     ref_nonce: int = field(default_factory=draw_nonce)
+    #: `args` and `kwargs` as the JSON texts to store, when validation has encoded them
+    #: already (None: the INSERT encodes them).
+    args_json: str | None = None
+    kwargs_json: str | None = None
 
     @property
     def has_extra_columns(self) -> bool:

@@ -59,6 +59,12 @@ def _tracer() -> Any:
     return _tracer_of_provider
 
 
+def recording() -> bool:
+    """Whether spans are recorded (the API and a tracer provider): a caller on the hot path
+    skips the span's context manager when not."""
+    return ENABLED and _tracer() is not None
+
+
 @contextmanager
 def enqueue_span(jobs: Sequence[NewJob]) -> Iterator[None]:
     """A PRODUCER span around storing `jobs`; each job carries its context out."""

@@ -145,14 +145,17 @@ def check_json(value: Any, path: str) -> None:
 
 def json_size(value: Any) -> int:
     """Bytes of `value` as compact UTF-8 JSON (about what the database stores)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return _utf8_length(_COMPACT.encode(value))
 
 
 def check_size(value: Any, what: str, limit: int | None, setting: str) -> None:
     """Raise InvalidJobError if `value`, as JSON, is larger than `limit` bytes."""
     if limit is None:
         return
-    size = json_size(value)
+    _check_limit(json_size(value), what, limit, setting)
+
+
+def _check_limit(size: int, what: str, limit: int, setting: str) -> None:
     if size > limit:
         raise InvalidJobError(
             f"{what} {size} bytes as JSON; the limit is {setting}, {limit}. Pass large data "
@@ -164,6 +167,14 @@ def check_arguments(
     args: Sequence[Any], kwargs: Mapping[str, Any], max_bytes: int | None = None
 ) -> None:
     """Every argument storable as it is, and all of them within `max_bytes` as JSON."""
+    encode_arguments(args, kwargs, max_bytes)
+
+
+def encode_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any], max_bytes: int | None = None
+) -> tuple[str, str]:
+    """`check_arguments`, returning the JSON texts of the arguments to store: the size check
+    measures the very text the INSERT sends, so each enqueue encodes its arguments once."""
     for index, value in enumerate(args):
         check_json(value, f"args[{index}]")
     for key, value in kwargs.items():
@@ -175,9 +186,28 @@ def check_arguments(
         if problem:
             raise InvalidJobError(f"Job argument {problem[0]} cannot be stored: {problem[1]}.")
         check_json(value, key)
-    check_size(
-        [list(args), dict(kwargs)], "The job's arguments are", max_bytes, "MAX_ARGUMENTS_BYTES"
-    )
+    args_list, kwargs_dict = list(args), dict(kwargs)
+    args_text, kwargs_text = _COMPACT.encode(args_list), _COMPACT.encode(kwargs_dict)
+    if max_bytes is not None:
+        # The bytes of `[args,kwargs]` as compact UTF-8 JSON, as json_size counts them.
+        size = _utf8_length(args_text) + _utf8_length(kwargs_text) + 3
+        _check_limit(size, "The job's arguments are", max_bytes, "MAX_ARGUMENTS_BYTES")
+    return _stored_text(args_text, args_list), _stored_text(kwargs_text, kwargs_dict)
+
+
+#: Compact JSON with characters as they are: what `json_size` measures.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: Compact JSON with non-ASCII characters escaped, as stored: a MySQL connection in Django's
+#: default `utf8` (three bytes at most) charset cannot take four-byte characters.
+_ASCII_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def _stored_text(text: str, value: Any) -> str:
+    return text if text.isascii() else _ASCII_COMPACT.encode(value)
 
 
 def check_name(name: Any, what: str = "Job name", limit: int = MAX_NAME_LENGTH) -> str:

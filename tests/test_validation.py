@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from django_sqlqueue import InvalidJobError, UnknownJobError, enqueue, job
 from django_sqlqueue.models import Job
-from django_sqlqueue.validation import INT64_MAX, INT64_MIN
+from django_sqlqueue.validation import INT64_MAX, INT64_MIN, json_size
 from tests.testapp.jobs import noop
 from tests.testapp.models import Order
 
@@ -179,6 +179,37 @@ class TestArgumentsThatAreFine:
             stored = Job.objects.using(alias).get(pk=job.pk)
             assert stored.args == ["a\x00b"]
             assert stored.kwargs == {"key": {"k\x00": 1}}
+
+    def test_non_ascii_arguments_are_stored_escaped(self, alias: str) -> None:
+        """The text an enqueue stores is ASCII (four-byte characters as JSON escapes): a MySQL
+        connection in Django's default three-byte `utf8` charset could not take them raw."""
+        value = "ünï ✓ 😀"
+        job = noop.enqueue(value, named=[value])
+        if connections[alias].vendor != "postgresql":  # jsonb keeps parsed values, not text
+            with connections[alias].cursor() as cursor:
+                cursor.execute(
+                    "SELECT args, kwargs FROM django_sqlqueue_job WHERE id = %s", [job.pk]
+                )
+                texts = cursor.fetchone()
+            assert all(text.isascii() for text in texts), texts
+        stored = Job.objects.using(alias).get(pk=job.pk)
+        assert (stored.args, stored.kwargs) == ([value], {"named": [value]})
+
+    @pytest.mark.parametrize("text", ["x", "é", "😀"], ids=["ascii", "two-byte", "four-byte"])
+    def test_the_size_limit_counts_the_utf8_bytes_of_compact_json(
+        self, alias: str, settings: Any, text: str
+    ) -> None:
+        """MAX_ARGUMENTS_BYTES holds `[args,kwargs]` as compact UTF-8 JSON: at the limit it is
+        stored, one byte over it is refused."""
+        args, kwargs = [text * 10], {"k": text * 20}
+        size = json_size([args, kwargs])
+        assert size == len(f'[["{text * 10}"],{{"k":"{text * 20}"}}]'.encode())
+        settings.SQLQUEUE = {**settings.SQLQUEUE, "MAX_ARGUMENTS_BYTES": size}
+        assert Job.objects.using(alias).get(pk=noop.enqueue(*args, **kwargs).pk).args == args
+        settings.SQLQUEUE = {**settings.SQLQUEUE, "MAX_ARGUMENTS_BYTES": size - 1}
+        with pytest.raises(InvalidJobError, match=f"{size} bytes as JSON.*MAX_ARGUMENTS_BYTES"):
+            noop.enqueue(*args, **kwargs)
+        assert Job.objects.using(alias).count() == 1
 
 
 class TestRunAtAndDelay:

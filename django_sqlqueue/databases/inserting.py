@@ -87,8 +87,8 @@ class Inserter:
         return [
             job.name,
             job.queue,
-            json.dumps(job.args),
-            json.dumps(job.kwargs),
+            json.dumps(job.args) if job.args_json is None else job.args_json,
+            json.dumps(job.kwargs) if job.kwargs_json is None else job.kwargs_json,
             Status.PENDING.value,
             job.priority,
             0,

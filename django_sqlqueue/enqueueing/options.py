@@ -18,12 +18,12 @@ from ..rows import NewJob
 from ..validation import (
     MAX_KEY_LENGTH,
     check_after,
-    check_arguments,
     check_dependency_failure,
     check_max_attempts,
     check_name,
     check_priority,
     check_queue,
+    encode_arguments,
     resolve_run_at,
 )
 
@@ -87,7 +87,7 @@ def _build_job(
 ) -> NewJob:
     conf = conf or get_settings()
     declared = handler.options
-    check_arguments(args, kwargs, conf.max_arguments_bytes)
+    args_json, kwargs_json = encode_arguments(args, kwargs, conf.max_arguments_bytes)
     handler.check_call(args, kwargs)
     queue = check_queue(options.queue or declared.queue or conf.default_queue)
     priority = options.priority if options.priority is not None else declared.priority
@@ -139,4 +139,6 @@ def _build_job(
         concurrency_key=concurrency_key,
         after=after,
         run_on_dependency_failure=run_on_failure,
+        args_json=args_json,
+        kwargs_json=kwargs_json,
     )

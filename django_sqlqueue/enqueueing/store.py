@@ -28,7 +28,7 @@ def store(new_job: NewJob, alias: str) -> Job:
     batch_id = current_batch_id()
     if batch_id is not None:
         new_job.batch_id = batch_id
-    if tracing.ENABLED:
+    if tracing.recording():
         with tracing.enqueue_span([new_job]):
             return _store(new_job, alias)
     return _store(new_job, alias)
