@@ -176,16 +176,19 @@ def encode_arguments(
     """`check_arguments`, returning the JSON texts of the arguments to store: the size check
     measures the very text the INSERT sends, so each enqueue encodes its arguments once."""
     for index, value in enumerate(args):
-        check_json(value, f"args[{index}]")
+        if not _plainly_storable(value):
+            check_json(value, f"args[{index}]")
     for key, value in kwargs.items():
         if not isinstance(key, str):
             raise InvalidJobError(
                 f"Keyword argument names must be strings; got {key!r} ({_describe(key)})."
             )
-        problem = _string_problem(key, f"keyword {key!r}")
-        if problem:
-            raise InvalidJobError(f"Job argument {problem[0]} cannot be stored: {problem[1]}.")
-        check_json(value, key)
+        if not _plainly_storable(key):
+            problem = _string_problem(key, f"keyword {key!r}")
+            if problem:
+                raise InvalidJobError(f"Job argument {problem[0]} cannot be stored: {problem[1]}.")
+        if not _plainly_storable(value):
+            check_json(value, key)
     args_list, kwargs_dict = list(args), dict(kwargs)
     args_text, kwargs_text = _COMPACT.encode(args_list), _COMPACT.encode(kwargs_dict)
     if max_bytes is not None:
@@ -200,6 +203,17 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 #: Compact JSON with non-ASCII characters escaped, as stored: a MySQL connection in Django's
 #: default `utf8` (three bytes at most) charset cannot take four-byte characters.
 _ASCII_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
+def _plainly_storable(value: Any) -> bool:
+    """The common scalars that need no walk: ASCII text without NUL, 64-bit ints, None and
+    bools (False sends the value through `check_json`, which says what is wrong if anything)."""
+    kind = type(value)
+    if kind is str:
+        return value.isascii() and "\x00" not in value
+    if kind is int:
+        return INT64_MIN <= value <= INT64_MAX
+    return value is None or kind is bool
 
 
 def _utf8_length(text: str) -> int:

@@ -48,6 +48,8 @@ EXTRA_COLUMNS = ("unique_key", "concurrency_key", "batch_id")
 JSON_COLUMNS = frozenset({"args", "kwargs", "history", "trace_context"})
 ROWS_PER_STATEMENT = 500
 _FIELD_NAMES = [f.attname for f in Job._meta.concrete_fields]
+#: The status a new job is stored with, read once (an enum member's `.value` is two calls).
+PENDING = Status.PENDING.value
 
 
 class Inserter:
@@ -89,7 +91,7 @@ class Inserter:
             job.queue,
             json.dumps(job.args) if job.args_json is None else job.args_json,
             json.dumps(job.kwargs) if job.kwargs_json is None else job.kwargs_json,
-            Status.PENDING.value,
+            PENDING,
             job.priority,
             0,
             job.max_attempts,
@@ -154,7 +156,7 @@ class Inserter:
             "queue": job.queue,
             "args": job.args,
             "kwargs": job.kwargs,
-            "status": Status.PENDING.value,
+            "status": PENDING,
             "priority": job.priority,
             "attempts": 0,
             "max_attempts": job.max_attempts,
@@ -195,4 +197,7 @@ class Inserter:
 
 
 def init_signals_listened() -> bool:
+    # Most projects connect no init receiver at all: look no further than that.
+    if not pre_init.receivers and not post_init.receivers:
+        return False
     return pre_init.has_listeners(Job) or post_init.has_listeners(Job)
