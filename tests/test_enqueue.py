@@ -6,7 +6,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connections, transaction
+from django.db import DatabaseError, connections, transaction
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -268,6 +269,66 @@ class TestTransactionalEnqueue:
     ) -> None:
         job = noop.enqueue()
         assert in_other_thread(lambda: Job.objects.using(alias).filter(pk=job.pk).exists())
+
+
+@pytest.mark.django_db(transaction=True)
+class TestTheInsertsDriverPath:
+    """A plain enqueue's INSERT runs on the driver's cursor (databases/driver.py), except while
+    something watches the connection's queries; either way it behaves as Django's cursor."""
+
+    def test_the_query_log_sees_the_insert(self, alias: str) -> None:
+        with CaptureQueriesContext(connections[alias]) as queries:
+            job = noop.enqueue(n=1)
+        [insert] = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
+        assert "django_sqlqueue_job" in insert
+        assert Job.objects.using(alias).get(pk=job.pk).kwargs == {"n": 1}
+
+    def test_an_execute_wrapper_sees_the_insert(self, alias: str) -> None:
+        seen: list[str] = []
+
+        def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            seen.append(sql)
+            return execute(sql, params, many, context)
+
+        with connections[alias].execute_wrapper(wrapper):
+            noop.enqueue(n=2)
+        assert [sql for sql in seen if sql.lstrip().upper().startswith("INSERT")]
+
+    def test_unwatched_it_stores_the_job_and_returns_its_id(self, alias: str) -> None:
+        connection = connections[alias]
+        assert not (connection.queries_logged or connection.execute_wrappers)
+        first, second = noop.enqueue("é", n=3), noop.enqueue(n=4)
+        assert second.pk > first.pk
+        rows = {row.pk: (row.args, row.kwargs) for row in stored(alias)}
+        assert rows == {first.pk: (["é"], {"n": 3}), second.pk: ([], {"n": 4})}
+
+    def test_a_transaction_marked_for_rollback_refuses_it_as_django_does(self, alias: str) -> None:
+        """Django's cursor refuses any statement in an atomic block an error broke; so does
+        the enqueue: the caller hears it at once, rather than losing the job unseen."""
+        with transaction.atomic(using=alias):
+            Order.objects.using(alias).create(reference="B-1")
+            transaction.set_rollback(True, using=alias)
+            with pytest.raises(TransactionManagementError):
+                noop.enqueue(order="B-1")
+        assert stored(alias) == []
+        assert Order.objects.using(alias).count() == 0
+
+    def test_a_database_error_comes_out_as_djangos(self, alias: str) -> None:
+        """The driver's exception, translated as Django's cursor translates it, leaves the
+        caller's transaction as Django would: usable after a savepoint's rollback."""
+        inserter = queue_database(alias).inserter()
+        broken = inserter.one_driver_sql.replace("django_sqlqueue_job", "no_such_table", 1)
+        good_sql = inserter.one_driver_sql
+        inserter.one_driver_sql = broken
+        try:
+            with transaction.atomic(using=alias):
+                with pytest.raises(DatabaseError), transaction.atomic(using=alias):
+                    noop.enqueue(n=5)
+                Order.objects.using(alias).create(reference="B-2")
+        finally:
+            inserter.one_driver_sql = good_sql
+        assert Order.objects.using(alias).filter(reference="B-2").exists()
+        assert stored(alias) == []
 
 
 @pytest.mark.django_db(transaction=True)

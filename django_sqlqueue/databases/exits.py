@@ -9,11 +9,8 @@ for the attempt's number, worker and start, and the exit's values for how it end
 supply their JSON functions. The lease renewal of running jobs is here too: the other write a
 holder of a lease makes.
 
-Statements run on the driver's own cursor, skipping Django's cursor wrapper (its placeholder
-conversion and query logging are a large share of a short job's acknowledgement), unless
-something watches the connection's queries (DEBUG's query log, an execute wrapper): then
-through Django's cursor, so that they see every statement. Errors come out as Django's
-database exceptions either way.
+Statements run on the driver's own cursor unless something watches the connection's queries
+(driver.py).
 """
 
 from __future__ import annotations
@@ -31,6 +28,7 @@ from ..exits import Exit, ExitShape
 from ..models import Job
 from ..rows import ClaimedJob
 from ..states import COMPLETE, RELEASE, UNCLAIM, Status
+from .driver import run_statement
 
 #: Most jobs in one statement (a bounded number of parameters on every database).
 MAX_BATCH = 200
@@ -212,22 +210,10 @@ class ExitWriter:
 
     def execute(self, sql: str, params: Sequence[Any]) -> Any:
         """Run one statement: its rows (RETURNING) or its row count."""
-        connection = self.connection
-        if connection.queries_logged or connection.execute_wrappers:
-            with connection.cursor() as wrapped:
-                wrapped.execute(sql, params)
-                return wrapped.fetchall() if self.returning else wrapped.rowcount
         driver_form = self.driver_forms.get(sql)
         if driver_form is None:
             driver_form = self.driver_forms[sql] = self.driver_sql(sql)
-        connection.ensure_connection()
-        with connection.wrap_database_errors:
-            cursor = connection.connection.cursor()
-            try:
-                cursor.execute(driver_form, params)
-                return cursor.fetchall() if self.returning else cursor.rowcount
-            finally:
-                cursor.close()
+        return run_statement(self.connection, sql, driver_form, params, rows=self.returning)
 
     # Leases --------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from django.db.models.signals import post_init, pre_init
 from ..models import Job
 from ..rows import NewJob
 from ..states import Status
+from .driver import run_statement
 
 #: Columns an INSERT sets; the nullable rest start NULL, `claimable` is computed.
 INSERT_COLUMNS = (
@@ -72,11 +73,18 @@ class Inserter:
             ops.quote_name(Job._meta.db_table), ", ".join(map(ops.quote_name, INSERT_COLUMNS))
         )
         self.returning_sql = " RETURNING id" + self.returning_extra
+        #: One plain job's INSERT, in Django's and in the driver's placeholder style.
+        self.one_sql = self.prefix + self.row_sql + self.returning_sql
+        self.one_driver_sql = self.driver_sql(self.one_sql)
         self.extra_row_sql = self.row_sql[:-1] + ", %s" * len(EXTRA_COLUMNS) + ")"
         self.extra_prefix = "INSERT INTO {} ({}) VALUES ".format(
             ops.quote_name(Job._meta.db_table),
             ", ".join(map(ops.quote_name, INSERT_COLUMNS + EXTRA_COLUMNS)),
         )
+
+    def driver_sql(self, sql: str) -> str:
+        """`sql` in the driver's own placeholder style (Django's is `%s`)."""
+        return sql
 
     def extra_values(self, job: NewJob) -> list[Any]:
         return [*self.values(job), job.unique_key, job.concurrency_key, job.batch_id]
@@ -115,10 +123,23 @@ class Inserter:
             return self._insert_with_orm(jobs)
         if extra is None:
             extra = any(job.has_extra_columns for job in jobs)
-        with self.connection.cursor() as cursor:
-            ids = self.insert_returning_ids(cursor, jobs, extra)
+        if len(jobs) == 1 and not extra:
+            ids = [self.insert_one(jobs[0])]
+        else:
+            with self.connection.cursor() as cursor:
+                ids = self.insert_returning_ids(cursor, jobs, extra)
         plain = not init_signals_listened()
         return [self.to_model(job, pk, plain) for job, pk in zip(jobs, ids, strict=True)]
+
+    def insert_one(self, job: NewJob) -> int:
+        """The id of one plain job, INSERTed on the driver's cursor (driver.py). Inside an
+        atomic block that an error broke, refused as Django's cursor refuses any statement
+        (TransactionManagementError), not sent to be rolled back unseen."""
+        self.connection.validate_no_broken_transaction()
+        rows = run_statement(
+            self.connection, self.one_sql, self.one_driver_sql, self.values(job), rows=True
+        )
+        return int(rows[0][0])
 
     def insert_returning_ids(
         self, cursor: Any, jobs: Sequence[NewJob], extra: bool = False

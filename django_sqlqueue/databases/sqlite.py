@@ -24,7 +24,14 @@ from ..probes import probe
 from .base import QueueDatabase
 from .claiming import UpdateReturningClaimer
 from .exits import ExitWriter, zone_suffix
+from .inserting import Inserter
 from .polling import Waiter
+
+
+def qmark(sql: str) -> str:
+    """Django's `%s` placeholders as the sqlite3 module's `?` (the queue's statements hold no
+    literal `%`)."""
+    return sql.replace("%s", "?")
 
 
 class SQLiteClaimer(UpdateReturningClaimer):
@@ -48,7 +55,12 @@ class SQLiteExitWriter(ExitWriter):
         return f"replace({column}, ' ', 'T') || '{zone_suffix()}'"
 
     def driver_sql(self, sql: str) -> str:
-        return sql.replace("%s", "?")
+        return qmark(sql)
+
+
+class SQLiteInserter(Inserter):
+    def driver_sql(self, sql: str) -> str:
+        return qmark(sql)
 
 
 class DataVersionWaiter(Waiter):
@@ -121,6 +133,7 @@ class SQLiteDatabase(QueueDatabase):
     vendor = "sqlite"
     claimer_class = SQLiteClaimer
     exit_writer_class = SQLiteExitWriter
+    inserter_class = SQLiteInserter
     waiter_class = DataVersionWaiter
 
     def estimated_rows(self, table: str) -> int | None:
