@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -271,6 +272,41 @@ class TestTransactionalEnqueue:
         assert in_other_thread(lambda: Job.objects.using(alias).filter(pk=job.pk).exists())
 
 
+def drop_on_the_server(connection: Any, vendor: str) -> None:
+    """End `connection`'s session from another connection, as a server restart or an idle
+    timeout would, and return once the server no longer lists it."""
+    params = connection.get_connection_params()
+    if vendor == "postgresql":
+        import psycopg
+
+        for name in ("cursor_factory", "context", "prepare_threshold"):
+            params.pop(name, None)
+        session = connection.connection.info.backend_pid
+        with psycopg.connect(**params, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", [session])
+            while other.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [session]
+            ).fetchone() != (0,):
+                time.sleep(0.01)
+        return
+    import MySQLdb
+
+    session = connection.connection.thread_id()
+    other = MySQLdb.connect(**params)
+    try:
+        cursor = other.cursor()
+        cursor.execute(f"KILL {int(session)}")
+        while True:
+            cursor.execute(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s", [session]
+            )
+            if cursor.fetchone() == (0,):
+                break
+            time.sleep(0.01)
+    finally:
+        other.close()
+
+
 @pytest.mark.django_db(transaction=True)
 class TestTheInsertsDriverPath:
     """A plain enqueue's INSERT runs on the driver's cursor (databases/driver.py), except while
@@ -301,6 +337,25 @@ class TestTheInsertsDriverPath:
         assert second.pk > first.pk
         rows = {row.pk: (row.args, row.kwargs) for row in stored(alias)}
         assert rows == {first.pk: (["é"], {"n": 3}), second.pk: ([], {"n": 4})}
+
+    def test_with_health_checks_a_dropped_connection_is_replaced_first(
+        self, alias: str, vendor: str
+    ) -> None:
+        """With CONN_HEALTH_CHECKS, Django's cursor tests a persistent connection before a
+        request's first statement and replaces one the server dropped; an enqueue that is
+        that first statement does the same, instead of failing on the dead one."""
+        if vendor == "sqlite":
+            pytest.skip("no server can drop a SQLite connection")
+        connection = connections[alias]
+        connection.ensure_connection()
+        drop_on_the_server(connection, vendor)
+        enabled = connection.health_check_enabled
+        connection.health_check_enabled, connection.health_check_done = True, False
+        try:
+            job = noop.enqueue(n=6)
+        finally:
+            connection.health_check_enabled = enabled
+        assert Job.objects.using(alias).filter(pk=job.pk).exists()
 
     def test_a_transaction_marked_for_rollback_refuses_it_as_django_does(self, alias: str) -> None:
         """Django's cursor refuses any statement in an atomic block an error broke; so does

@@ -37,6 +37,9 @@ def run_statement(
         with connection.cursor() as wrapped:
             wrapped.execute(sql, params)
             return wrapped.fetchall() if rows else wrapped.rowcount
+    # What Django's cursor() does first: with CONN_HEALTH_CHECKS, a persistent connection the
+    # server dropped is replaced here, not found dead by the statement.
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
         cursor = connection.connection.cursor()
