@@ -150,6 +150,7 @@ if os.environ.get("SQLQUEUE_TEST_SIGNAL_ON"):  # signal a process when it logs a
     LOGGING["handlers"]["signal"] = {
         "()": "tests.testapp.signal_on_log.SignalOnLog",
         "spec": os.environ["SQLQUEUE_TEST_SIGNAL_ON"],
+        "once_file": os.environ.get("SQLQUEUE_TEST_SIGNAL_ONCE"),
     }
     LOGGING["loggers"]["django_sqlqueue"]["handlers"].append("signal")
 
