@@ -15,6 +15,7 @@ from django.utils import timezone
 import django_sqlqueue
 from django_sqlqueue import InvalidJobError, Status, enqueue
 from django_sqlqueue.databases import queue_database
+from django_sqlqueue.databases.driver import watched
 from django_sqlqueue.models import Job
 from tests.testapp.jobs import add, fail_always, limited, noop
 from tests.testapp.models import Order
@@ -272,17 +273,24 @@ class TestTransactionalEnqueue:
         assert in_other_thread(lambda: Job.objects.using(alias).filter(pk=job.pk).exists())
 
 
+def own_connection_params(connection: Any) -> dict[str, Any]:
+    """Django's parameters for a PostgreSQL connection, less what only Django's own
+    connections take (its cursor class, adapters context, prepare threshold): for a second,
+    plain psycopg connection to the same database."""
+    params = connection.get_connection_params()
+    for name in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(name, None)
+    return dict(params)
+
+
 def drop_on_the_server(connection: Any, vendor: str) -> None:
     """End `connection`'s session from another connection, as a server restart or an idle
     timeout would, and return once the server no longer lists it."""
-    params = connection.get_connection_params()
     if vendor == "postgresql":
         import psycopg
 
-        for name in ("cursor_factory", "context", "prepare_threshold"):
-            params.pop(name, None)
         session = connection.connection.info.backend_pid
-        with psycopg.connect(**params, autocommit=True) as other:
+        with psycopg.connect(**own_connection_params(connection), autocommit=True) as other:
             other.execute("SELECT pg_terminate_backend(%s)", [session])
             while other.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [session]
@@ -292,7 +300,7 @@ def drop_on_the_server(connection: Any, vendor: str) -> None:
     import MySQLdb
 
     session = connection.connection.thread_id()
-    other = MySQLdb.connect(**params)
+    other = MySQLdb.connect(**connection.get_connection_params())
     try:
         cursor = other.cursor()
         cursor.execute(f"KILL {int(session)}")
@@ -331,8 +339,7 @@ class TestTheInsertsDriverPath:
         assert [sql for sql in seen if sql.lstrip().upper().startswith("INSERT")]
 
     def test_unwatched_it_stores_the_job_and_returns_its_id(self, alias: str) -> None:
-        connection = connections[alias]
-        assert not (connection.queries_logged or connection.execute_wrappers)
+        assert not watched(connections[alias])
         first, second = noop.enqueue("é", n=3), noop.enqueue(n=4)
         assert second.pk > first.pk
         rows = {row.pk: (row.args, row.kwargs) for row in stored(alias)}
@@ -398,11 +405,7 @@ class TestNotify:
 
         from django_sqlqueue.databases.postgresql import CHANNEL
 
-        params = connections[alias].get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        params.pop("prepare_threshold", None)
-        with psycopg.connect(**params, autocommit=True) as conn:
+        with psycopg.connect(**own_connection_params(connections[alias]), autocommit=True) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
 
             def received() -> list[str]:
