@@ -86,6 +86,14 @@ TARGETS = (
         per_db(sqlite=2.0, postgres=5.0, mysql=4.0),
     ),
     Target(
+        # No target of its own: what the drain target above stands on.
+        "drain 30,000, -n 4 ÷ the raw floor of the default mode (4 processes, 20 claimed, "
+        "a commit per completion)",
+        ours("drain", jobs=30_000, workers=4),
+        Side("floor", {"workers": 4, "batch": 20, "commits": "each"}, ("raw",), label="raw driver"),
+        per_db(),
+    ),
+    Target(
         "steady drain 30,000, -n 1 ÷ the raw per-job floor (1 process, one at a time)",
         ours("drain", "steady_jobs_per_s", jobs=30_000, workers=1),
         Side("floor", {"workers": 1, "batch": 1}, ("raw",), label="raw sqlite3"),

@@ -238,8 +238,15 @@ def sqlite_pragmas(connection: Any) -> dict[str, Any]:
     return values
 
 
-def work_through(vendor: str, batch: int, pragmas: dict[str, Any] | None = None) -> int:
-    """A raw worker: claim `batch` jobs, complete them, until none are left; jobs done."""
+def work_through(
+    vendor: str, batch: int, pragmas: dict[str, Any] | None = None, *, each: bool = False
+) -> int:
+    """A raw worker: claim `batch` jobs, complete them, until none are left; jobs done.
+
+    `each` commits every completion on its own, as a worker in the default mode does (a
+    success is durable before the next job starts); otherwise a batch's completions share one
+    transaction.
+    """
     queue = RAW_QUEUES[vendor](pragmas)
     done = 0
     try:
@@ -248,7 +255,11 @@ def work_through(vendor: str, batch: int, pragmas: dict[str, Any] | None = None)
             rows = queue.claim(batch)
             if not rows:
                 return done
-            queue.complete(rows, started)
+            if each:
+                for row in rows:
+                    queue.complete([row], started)
+            else:
+                queue.complete(rows, started)
             done += len(rows)
     finally:
         queue.close()

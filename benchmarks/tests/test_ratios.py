@@ -96,3 +96,17 @@ def test_start_up_is_bounded_from_above_by_the_bare_check() -> None:
         ("postgres", "2.00", "1.00 (manage.py check)", "2.00", "≤ 1.5: NOT met"),
         ("sqlite", "1.20", "0.80 (manage.py check)", "1.50", "≤ 1.5: met"),
     ]
+
+
+def test_the_drain_is_set_against_the_default_modes_own_floor() -> None:
+    """Only the floor that commits each completion, as the default mode does, is the drain's:
+    a floor that commits a batch's completions together is faster and says nothing of it."""
+    drain = result("postgres", "drain", "sqlqueue", 2700, jobs=30_000, workers=4)
+    batched = result("postgres", "floor", "raw", 9000, workers=4, batch=20, jobs=30_000)
+    each = result(
+        "postgres", "floor", "raw", 3000, workers=4, batch=20, jobs=30_000, commits="each"
+    )
+    assert rows(ratio_table([drain, batched])) == []
+    assert [(row[3], row[4], row[5]) for row in rows(ratio_table([drain, batched, each]))] == [
+        ("3,000 (raw driver)", "0.90", "-")
+    ]
