@@ -34,10 +34,13 @@ def normal_part(ev: Evidence) -> Evidence:
     )
 
 
-#: Misbehaving kinds that end their worker process. Under --concurrency C the jobs in flight
-#: in its other slots then go back as after any crash: those that had started spend an
-#: attempt ("lost"), those handed to a slot but not started go back unspent (docs/workers.md).
+#: Misbehaving kinds that end their worker process. The jobs it held beside the one that
+#: ended it then go back as after any crash: those that had started in other slots (under
+#: --concurrency C) spend an attempt ("lost"); those claimed but not started, which a worker
+#: holds at any concurrency (it claims up to BATCH_SIZE at once), go back unspent
+#: ("released", docs/workers.md).
 PROCESS_ENDING = ("exit0",)
+RELEASED = "released"
 
 
 def process_endings(f: Facts) -> dict[str, list[float]]:
@@ -51,16 +54,18 @@ def process_endings(f: Facts) -> dict[str, list[float]]:
 
 def ended_beside(f: Facts, job: JobRow, endings: dict[str, list[float]]) -> list[dict]:
     """The attempts of `job` taken away because a process-ending handler ended the worker
-    process they ran in (`endings`, from `process_endings`), beside it in another slot
-    (--concurrency only): taken away in that worker, recovered within the bound an exit's
-    recovery has."""
-    if f.ev.concurrency <= 1 or job.kind in PROCESS_ENDING:
+    process that held them (`endings`, from `process_endings`): taken away in that worker,
+    recovered within the bound an exit's recovery has. Only under --concurrency can one have
+    started beside the exit (`lost`); at any concurrency one may have been claimed and not
+    started (`released`)."""
+    if job.kind in PROCESS_ENDING:
         return []
+    excused = TAKEN_AWAY if f.ev.concurrency > 1 else (RELEASED,)
     bound = f.ev.lease * EXIT_RECOVERY_LEASES
     beside = []
     for item in job.history:
         recovered = timestamp(item.get("finished_at"))
-        if item.get("outcome") not in TAKEN_AWAY or recovered is None:
+        if item.get("outcome") not in excused or recovered is None:
             continue
         if any(0 <= recovered - ended <= bound for ended in endings.get(item.get("worker"), [])):
             beside.append(item)
@@ -184,7 +189,8 @@ def check_normal_exactly_once(f: Facts) -> Check:
             wrong.append(f"job {job.id} {job.kind}: ran {runs} times, {recorded} outcomes")
         elif completions != int(should_complete):
             wrong.append(f"job {job.id} {job.kind}: {completions} completions")
-    beside = f"; {ended_beside_exits} attempts ended beside an exit" if f.ev.concurrency > 1 else ""
+    shown = f.ev.concurrency > 1 or ended_beside_exits
+    beside = f"; {ended_beside_exits} attempts ended beside an exit" if shown else ""
     return Check(
         "normal jobs ran exactly once per recorded attempt, completed once",
         not wrong,

@@ -269,6 +269,49 @@ def test_a_job_lost_otherwise_still_fails(concurrency: int, after: float) -> Non
     assert not results[ENDS].passed
 
 
+def released_beside_an_exit(
+    ev: Evidence, after: float = 0.01, worker: str = W_B, concurrency: int = 1
+) -> None:
+    """One-slot workers: the process an `os._exit(0)` ended had also claimed a normal job and
+    a `raise` job and not started them; recovery handed both back unspent (`released`,
+    `after` the exit), and each ran elsewhere and ended as its handler says."""
+    ev.concurrency = concurrency
+    exit_job = _job(ev, "exit0")
+    died = next(e for e in ev.executions if e.job_id == exit_job.id and e.attempt == 1)
+    recovered = died.started + after
+    lost = f"Worker {worker} was lost (exited with status 0) before starting it."
+    fast = _job(ev, "fast")
+    fast.history = [entry(1, worker, "released", recovered, lost), *fast.history]
+    raising = _job(ev, "raise")
+    raising.history = [entry(1, worker, "released", recovered, lost), *raising.history]
+
+
+def test_jobs_a_one_slot_worker_held_beside_an_exit_go_back_unspent() -> None:
+    """A worker claims up to BATCH_SIZE jobs at once: those it had not started when a handler
+    ended its process come back `released`, at any concurrency, and that is no fault."""
+    evidence = copy.deepcopy(consistent_run())
+    released_beside_an_exit(evidence)
+    results = verdicts(evidence)
+    assert not [c for c in results.values() if not c.passed], [
+        (c.name, c.detail, c.examples) for c in results.values() if not c.passed
+    ]
+    assert "1 attempts ended beside an exit" in results[NORMAL].detail
+
+
+@pytest.mark.parametrize(
+    ("after", "worker"),
+    [(LEASE, W_B), (0.01, W_A)],
+    ids=["recovered-by-the-lease", "in-another-worker"],
+)
+def test_a_job_released_otherwise_still_fails(after: float, worker: str) -> None:
+    """A hand-back long after the exit, or by a worker no exit ended, was not the exit's."""
+    evidence = copy.deepcopy(consistent_run())
+    released_beside_an_exit(evidence, after, worker)
+    results = verdicts(evidence)
+    assert not results[NORMAL].passed
+    assert not results[ENDS].passed
+
+
 ENDS = "each misbehaving job ended as documented, with its error"
 HAPPENED = "every misbehaving handler ran"
 EXIT = "os._exit(0) in a handler is recovered at once, not at lease expiry"
