@@ -96,7 +96,7 @@ TARGETS = (
     Target(
         "steady drain 30,000, -n 1 ÷ the raw per-job floor (1 process, one at a time)",
         ours("drain", "steady_jobs_per_s", jobs=30_000, workers=1),
-        Side("floor", {"workers": 1, "batch": 1}, ("raw",), label="raw sqlite3"),
+        Side("floor", {"workers": 1, "batch": 1}, ("raw",), label="raw driver"),
         per_db(sqlite=0.75),
     ),
     Target(
