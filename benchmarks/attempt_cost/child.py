@@ -15,6 +15,7 @@ copy of the package; it attributes time, it is not a configuration anyone should
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 import types
@@ -24,6 +25,13 @@ from typing import Any
 
 def configure(code: str, db_file: str, mode: str) -> None:
     sys.path.insert(0, code)
+    # Before anything imports it: a checkout without the package (an empty directory is a
+    # namespace package) must be refused, not measured as whatever the path finds next.
+    spec = importlib.util.find_spec("django_sqlqueue")
+    origin = spec.origin if spec is not None else None
+    found = Path(origin).resolve() if origin is not None and Path(origin).is_file() else None
+    if found is None or not str(found).startswith(str(Path(code).resolve())):
+        raise SystemExit(f"measured {origin}, not the code in {code}")
     import django
     from django.conf import settings
 
@@ -41,10 +49,6 @@ def configure(code: str, db_file: str, mode: str) -> None:
         SQLQUEUE=queue,
     )
     django.setup()
-    import django_sqlqueue
-
-    if not str(Path(django_sqlqueue.__file__).resolve()).startswith(str(Path(code).resolve())):
-        raise SystemExit(f"measured {django_sqlqueue.__file__}, not the code in {code}")
 
 
 def fresh_database(db_file: str, jobs: int) -> None:
