@@ -17,7 +17,7 @@ from typing import Any
 
 from .mix import BAD_RESULT, COMPLETED, ERROR, Kind
 
-DEAD, LOST = "dead", "lost"
+DEAD, LOST, RELEASED = "dead", "lost", "released"
 
 MISBEHAVING = {
     kind.name: kind

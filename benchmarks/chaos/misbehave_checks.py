@@ -15,7 +15,7 @@ from .batches import CHECKS as BATCH_CHECKS
 from .effects import check_atomic_counter
 from .evidence import Evidence, JobRow, timestamp
 from .facts import RECORDED, TAKEN_AWAY, TROUBLE_EVENTS, Check, Facts, examples
-from .misbehave import DEAD, LOST, MISBEHAVING, SLOT_GAP_SECONDS, expected_end
+from .misbehave import DEAD, LOST, MISBEHAVING, RELEASED, SLOT_GAP_SECONDS, expected_end
 from .mix import COMPLETED, KINDS
 from .workflows import CHECKS as WORKFLOW_CHECKS
 from .workflows import abandoned
@@ -40,7 +40,6 @@ def normal_part(ev: Evidence) -> Evidence:
 #: holds at any concurrency (it claims up to BATCH_SIZE at once), go back unspent
 #: ("released", docs/workers.md).
 PROCESS_ENDING = ("exit0",)
-RELEASED = "released"
 
 
 def process_endings(f: Facts) -> dict[str, list[float]]:

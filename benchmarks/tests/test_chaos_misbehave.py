@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -244,38 +245,11 @@ def lost_beside_an_exit(ev: Evidence, concurrency: int, after: float = 0.01) -> 
     ]
 
 
-def test_under_concurrency_jobs_beside_an_exit_may_spend_an_attempt() -> None:
-    evidence = copy.deepcopy(consistent_run())
-    lost_beside_an_exit(evidence, concurrency=4)
-    results = verdicts(evidence)
-    assert not [c for c in results.values() if not c.passed], [
-        (c.name, c.detail, c.examples) for c in results.values() if not c.passed
-    ]
-    assert "1 attempts ended beside an exit" in results[NORMAL].detail
-
-
-@pytest.mark.parametrize(
-    ("concurrency", "after"),
-    [(1, 0.01), (4, LEASE)],
-    ids=["one-slot-workers", "recovered-by-the-lease"],
-)
-def test_a_job_lost_otherwise_still_fails(concurrency: int, after: float) -> None:
-    """Without slots nothing runs beside an exit; and an attempt recovered long after the
-    exit was not ended by it."""
-    evidence = copy.deepcopy(consistent_run())
-    lost_beside_an_exit(evidence, concurrency, after)
-    results = verdicts(evidence)
-    assert not results[NORMAL].passed
-    assert not results[ENDS].passed
-
-
-def released_beside_an_exit(
-    ev: Evidence, after: float = 0.01, worker: str = W_B, concurrency: int = 1
-) -> None:
+def released_beside_an_exit(ev: Evidence, after: float = 0.01, worker: str = W_B) -> None:
     """One-slot workers: the process an `os._exit(0)` ended had also claimed a normal job and
     a `raise` job and not started them; recovery handed both back unspent (`released`,
     `after` the exit), and each ran elsewhere and ended as its handler says."""
-    ev.concurrency = concurrency
+    ev.concurrency = 1
     exit_job = _job(ev, "exit0")
     died = next(e for e in ev.executions if e.job_id == exit_job.id and e.attempt == 1)
     recovered = died.started + after
@@ -286,11 +260,17 @@ def released_beside_an_exit(
     raising.history = [entry(1, worker, "released", recovered, lost), *raising.history]
 
 
-def test_jobs_a_one_slot_worker_held_beside_an_exit_go_back_unspent() -> None:
-    """A worker claims up to BATCH_SIZE jobs at once: those it had not started when a handler
-    ended its process come back `released`, at any concurrency, and that is no fault."""
+@pytest.mark.parametrize(
+    "beside",
+    [partial(lost_beside_an_exit, concurrency=4), released_beside_an_exit],
+    ids=["under-concurrency-started-ones-spend-an-attempt", "one-slot-held-ones-go-back-unspent"],
+)
+def test_jobs_an_exit_took_away_are_no_fault(beside: Callable[[Evidence], None]) -> None:
+    """Under --concurrency, jobs in flight in the other slots of a process an `os._exit(0)`
+    ended spend an attempt; at any concurrency, the jobs it had claimed (up to BATCH_SIZE)
+    and not started come back `released`. Neither is a fault."""
     evidence = copy.deepcopy(consistent_run())
-    released_beside_an_exit(evidence)
+    beside(evidence)
     results = verdicts(evidence)
     assert not [c for c in results.values() if not c.passed], [
         (c.name, c.detail, c.examples) for c in results.values() if not c.passed
@@ -299,14 +279,25 @@ def test_jobs_a_one_slot_worker_held_beside_an_exit_go_back_unspent() -> None:
 
 
 @pytest.mark.parametrize(
-    ("after", "worker"),
-    [(LEASE, W_B), (0.01, W_A)],
-    ids=["recovered-by-the-lease", "in-another-worker"],
+    "beside",
+    [
+        partial(lost_beside_an_exit, concurrency=1),
+        partial(lost_beside_an_exit, concurrency=4, after=LEASE),
+        partial(released_beside_an_exit, after=LEASE),
+        partial(released_beside_an_exit, worker=W_A),
+    ],
+    ids=[
+        "lost-with-one-slot-workers",
+        "lost-recovered-by-the-lease",
+        "released-recovered-by-the-lease",
+        "released-in-another-worker",
+    ],
 )
-def test_a_job_released_otherwise_still_fails(after: float, worker: str) -> None:
-    """A hand-back long after the exit, or by a worker no exit ended, was not the exit's."""
+def test_a_job_taken_away_otherwise_still_fails(beside: Callable[[Evidence], None]) -> None:
+    """Without slots nothing runs beside an exit; an attempt recovered long after the exit,
+    or taken away in a worker no exit ended, was not the exit's."""
     evidence = copy.deepcopy(consistent_run())
-    released_beside_an_exit(evidence, after, worker)
+    beside(evidence)
     results = verdicts(evidence)
     assert not results[NORMAL].passed
     assert not results[ENDS].passed
