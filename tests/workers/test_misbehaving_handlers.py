@@ -27,6 +27,9 @@ from tests.testapp.models import Counter, Execution
 
 from .conftest import wait_for
 
+#: How long the GIL-holding handler holds it: two and a half of the test settings' 4 s lease.
+GIL_SECONDS = 10.0
+
 pytestmark = pytest.mark.workers
 
 
@@ -173,10 +176,10 @@ def test_a_result_over_the_limit_fails_only_its_job(workers):
 
 
 def test_a_handler_holding_the_gil_past_its_lease_runs_once(workers):
-    """`sum(range(...))` holds the GIL for about twice the 4 s lease: the worker's heartbeat
+    """`sum(range(...))` holds the GIL for GIL_SECONDS, past the 4 s lease: the worker's heartbeat
     thread cannot run, but the supervisor renews the lease of the job its live, working child
     runs. The job completes once, is never recovered, never runs twice."""
-    job = hold_gil.enqueue(6 * 10**8)
+    job = hold_gil.enqueue(seconds=GIL_SECONDS)
     supervisor = workers.start("-n", "2")
     wait_for(lambda: finished([job.pk]), timeout=120)
     job.refresh_from_db()
@@ -195,7 +198,7 @@ def test_a_handler_holding_the_gil_beside_other_slots_leaves_each_job_to_run_onc
     """With --concurrency, a handler holding the GIL starves its process's other slots and
     its heartbeat alike: the supervisor keeps the leases of every job its live child holds
     (three, here), so none of them is recovered or run twice while the GIL is held."""
-    held = hold_gil.enqueue(6 * 10**8)
+    held = hold_gil.enqueue(seconds=GIL_SECONDS)
     beside = [sleep.enqueue(seconds=2, label=f"beside-{n}") for n in range(2)]
     supervisor = workers.start("-n", "1", "--concurrency", "3")
     ids = [held.pk, *(job.pk for job in beside)]
