@@ -269,8 +269,10 @@ def test_log_summarises_successes_and_lists_each_one_at_verbosity_2(workers):
     assert "completed 1, failed 0 in" in verbose
 
 
-@pytest.mark.timeout(600)  # its own bound on the run is 300 s
 def test_supervisor_analyses_the_job_table_after_a_burst(workers):
+    """12,000 jobs enqueued at once (over the 10,000 changed rows that call for it): the
+    supervisor analyses the table while its workers drain it, and still stops cleanly. The
+    drain itself is not waited for (a minute on a slow day)."""
     if connection.vendor != "postgresql":
         pytest.skip("planner statistics are PostgreSQL's")
     add.enqueue_many([{"a": n, "b": 1} for n in range(12_000)])
@@ -279,10 +281,12 @@ def test_supervisor_analyses_the_job_table_after_a_burst(workers):
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
 
-    log = workers.run("-n", "2", "--burst", timeout=300)
-
-    assert "Analysed the job table: " in log
-    assert Job.objects.filter(status=Status.COMPLETED).count() == 12_000
+    supervisor = workers.start("-n", "2")
+    wait_for(lambda: "Analysed the job table: " in workers.log(supervisor), timeout=120)
+    wait_for(lambda: Job.objects.filter(status=Status.COMPLETED).exists(), timeout=60)
+    supervisor.send_signal(signal.SIGTERM)
+    assert workers.wait(supervisor, timeout=60) == 0, workers.log(supervisor)
+    assert not Job.objects.filter(status=Status.RUNNING).exists()
 
 
 def test_excluded_queues_are_left_alone(workers):
