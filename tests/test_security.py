@@ -104,6 +104,7 @@ REVIEWED: dict[str, dict[str, str]] = {
         "int(conf.sqlite_busy_timeout * 1000)": "an int",
         "synchronous": "checked against SQLITE_SYNCHRONOUS_MODES before use (tested below)",
         "sqlite3.sqlite_version": "an error message, not SQL",
+        "WAL_SIZE_LIMIT": "an int constant of the module",
     },
     "databases/exits.py": {
         "self.table": "quote_name of the model's table",

@@ -205,3 +205,53 @@ def test_a_read_only_alias_of_the_queue_file_opens_and_reads(alias: str) -> None
 def test_which_names_open_read_only(name: str, read_only: bool) -> None:
     """Even the queue's own alias is left untuned when it opens read-only."""
     assert opens_read_only(name) is read_only
+
+
+def wal_bytes(connection: Any) -> int:
+    wal = Path(f"{connection.settings_dict['NAME']}-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+@pytest.mark.parametrize("limited", [True, False], ids=["tuned", "sqlite-default"])
+def test_the_wal_file_is_cut_back_once_a_held_up_checkpoint_finishes(
+    fresh_connection: Any, monkeypatch: pytest.MonkeyPatch, limited: bool
+) -> None:
+    """A reader holding its snapshot (as busy workers nearly always do) keeps checkpoints
+    from finishing, and the WAL grows past the limit. Once the reader lets go and a checkpoint
+    finishes, the next commit cuts the file back to the limit. With SQLite's default, the
+    control case, the file keeps its size while the connection stays open."""
+    limit = 256 * 1024
+    monkeypatch.setattr("django_sqlqueue.databases.sqlite.WAL_SIZE_LIMIT", limit)
+    writer = fresh_connection("wal.sqlite3")
+    reader = fresh_connection("wal.sqlite3")
+    assert pragma(writer, "journal_size_limit") == limit
+    if not limited:
+        writer.connection.execute("PRAGMA journal_size_limit = -1")
+    raw, held = writer.connection, reader.connection
+    raw.execute("CREATE TABLE filler (data BLOB)")
+    held.execute("BEGIN")
+    held.execute("SELECT count(*) FROM filler").fetchone()  # its snapshot pins the WAL
+    for _ in range(20):
+        raw.execute("INSERT INTO filler VALUES (randomblob(100000))")
+    grown = wal_bytes(writer)
+    assert grown > 8 * limit
+    held.execute("COMMIT")
+    raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    raw.execute("INSERT INTO filler VALUES (randomblob(10))")  # restarts the WAL
+    if limited:
+        assert wal_bytes(writer) <= limit
+    else:
+        assert wal_bytes(writer) == grown
+
+
+def test_a_wal_size_limit_the_project_chose_is_kept(alias: str, tmp_path: Path) -> None:
+    base = connections[alias]
+    options = {**base.settings_dict["OPTIONS"], "init_command": "PRAGMA journal_size_limit=1000"}
+    name = str(tmp_path / "own.sqlite3")
+    wrapper = type(base)({**base.settings_dict, "NAME": name, "OPTIONS": options}, alias=alias)
+    try:
+        wrapper.ensure_connection()
+        assert pragma(wrapper, "journal_mode") == "wal"
+        assert pragma(wrapper, "journal_size_limit") == 1000
+    finally:
+        wrapper.close()

@@ -104,6 +104,13 @@ class DataVersionWaiter(Waiter):
         probe("worker-woke", reason="timeout")
 
 
+#: Bytes the WAL file is cut back to once a checkpoint has emptied it. While several workers
+#: are busy, one of them is nearly always reading, so no checkpoint finishes and the WAL only
+#: grows: 0.2-0.86 GB for 30,000 jobs with 4 workers (2026-12-04). SQLite's default (-1) then
+#: keeps a file that size for as long as any connection stays open, which a worker's does.
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
+
+
 def set_transaction_mode(connection: BaseDatabaseWrapper, mode: str | None) -> None:
     """Make this connection's `atomic()` blocks begin with `BEGIN <mode>`, unless the project's
     OPTIONS chose a `transaction_mode` (even None: its choice wins) or `mode` is None.
@@ -144,7 +151,8 @@ class SQLiteDatabase(QueueDatabase):
     def tune_connection(cls, connection: BaseDatabaseWrapper) -> None:
         """WAL lets readers (the web process) go on while a worker writes, and the busy timeout
         makes a writer wait its turn instead of failing with `database is locked`. WAL is a
-        property of the file, so setting it on every new connection is cheap and idempotent."""
+        property of the file, so setting it on every new connection is cheap and idempotent.
+        The WAL file is cut back to WAL_SIZE_LIMIT after a burst has grown it."""
         conf = get_settings()
         name = str(connection.settings_dict["NAME"])
         if not conf.sqlite_tune or name in ("", ":memory:") or name.startswith("file:memorydb"):
@@ -163,6 +171,9 @@ class SQLiteDatabase(QueueDatabase):
         synchronous = str(conf.sqlite_synchronous or "").upper()
         if synchronous in SQLITE_SYNCHRONOUS_MODES and mode.lower() == "wal":
             raw.execute(f"PRAGMA synchronous = {synchronous}")
+        # Unless the project chose a limit (OPTIONS["init_command"] ran before this).
+        if mode.lower() == "wal" and raw.execute("PRAGMA journal_size_limit").fetchone()[0] < 0:
+            raw.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
 
     @classmethod
     def check(cls, alias: str, connection: BaseDatabaseWrapper) -> list[checks.CheckMessage]:
