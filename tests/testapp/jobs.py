@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import F
 from django.dispatch import receiver
 
+from benchmarks.gil import items_for
 from django_sqlqueue import Discard, Retry, job, pause_queue
 from django_sqlqueue.signals import job_completed, job_dead, job_started
 
@@ -219,22 +220,12 @@ def exit_zero(context):
 @job("tests.hold_gil", takes_context=True)
 def hold_gil(context, seconds):
     """Long C code that never releases the GIL for about `seconds`: no other thread of the
-    process runs. One `sum(range(n))` call, its `n` sized from the fastest of three short
-    samples, so the hold lasts at least that long on a fast machine and no more work than
-    that on a slow one (a fixed `n` held it 8 s on one day and 45 s on another)."""
-    sample = 10**6
-    fastest = min(_timed_sum(sample) for _ in range(3))
-    n = int(sample * seconds / max(fastest, 1e-9))
+    process runs (its length sized to this machine: benchmarks/gil.py)."""
+    n = items_for(seconds)
     _record(context, "gil-start")
     total = sum(range(n))
     _record(context, "gil-end")
     return total % 1000
-
-
-def _timed_sum(n):
-    began = time.perf_counter()
-    sum(range(n))
-    return time.perf_counter() - began
 
 
 @job("tests.linger", takes_context=True)

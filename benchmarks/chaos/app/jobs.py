@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 
+from benchmarks.gil import items_for
 from django_sqlqueue import job
 from django_sqlqueue.context import JobContext
 
@@ -217,11 +218,7 @@ def gil(context: JobContext, token: str, seconds: float, kind: str = "gil") -> i
     the worker's heartbeat thread cannot run; the supervisor must keep the lease alive."""
 
     def body() -> int:
-        probe = 20_000_000
-        began = time.perf_counter()
-        sum(range(probe))
-        rate = probe / max(time.perf_counter() - began, 1e-6)
-        return sum(range(int(rate * seconds))) % 1000
+        return sum(range(items_for(seconds))) % 1000
 
     return _run(context, token, kind, body)
 
