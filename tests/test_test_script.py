@@ -58,3 +58,21 @@ def test_a_failure_fails_the_run() -> None:
     assert "1 of 2 steps FAILED" in verdict
     assert "SKIPPED pytest py312-dj61 mysql" in last
     assert code == "exit 1"
+
+
+def test_the_side_by_side_venv_build_is_a_step_that_names_a_failed_build() -> None:
+    """The venvs are built side by side before their stacks' steps, which then only find them;
+    the build's time and a build that failed there (built again by its stack's step) must show
+    in the summary."""
+    lines = summary(
+        'RUN_TMP="$(mktemp -d)"; WAGTAIL_RUN=0',
+        "mysql_build_deps() { :; }",
+        "declare -A STACK_PYTHON=([good]=fake_python [bad]=fake_python)",
+        "declare -A STACK_PIP=([good]=-e [bad]=-e)",
+        "fake_python() { echo py; }",
+        'ensure_venv() { [ "$1" = good ]; }',
+        "prebuild_venvs good bad",
+    )
+    step = next(line for line in lines if "venvs side by side" in line)
+    assert step.split()[0] == "PASS"
+    assert "(good bad; failed here, built again below: bad)" in step
