@@ -42,9 +42,14 @@ EXPECTED = {
 }
 
 
+def row_of(stored: dict[str, object]) -> tuple[object, ...]:
+    """The tuple a claim returns for these column values, in CLAIM_COLUMNS order."""
+    return tuple(stored[column] for column in CLAIM_COLUMNS)
+
+
 def test_every_claimed_column_lands_in_its_own_field() -> None:
     assert set(STORED) == set(CLAIM_COLUMNS)
-    job = ClaimedJob.from_row(tuple(STORED[c] for c in CLAIM_COLUMNS), "owner", None)
+    job = ClaimedJob.from_row(row_of(STORED), "owner", None)
     for column in CLAIM_COLUMNS:
         assert getattr(job, column) == EXPECTED[column], column
     assert job.lease_owner == "owner"
@@ -52,16 +57,16 @@ def test_every_claimed_column_lands_in_its_own_field() -> None:
 
 def test_empty_json_columns_and_nulls() -> None:
     stored = {**STORED, "args": "[]", "history": "[]", "trace_context": None, "backend": None}
-    job = ClaimedJob.from_row(tuple(stored[c] for c in CLAIM_COLUMNS), "owner")
+    job = ClaimedJob.from_row(row_of(stored), "owner")
     assert (job.args, job.history, job.trace_context, job.backend) == ([], [], None, "")
     job.args.append(1)  # each row gets a list of its own
-    again = ClaimedJob.from_row(tuple(stored[c] for c in CLAIM_COLUMNS), "owner")
+    again = ClaimedJob.from_row(row_of(stored), "owner")
     assert again.args == []
 
 
 def test_a_row_of_another_length_is_refused() -> None:
     with pytest.raises(ValueError):
-        ClaimedJob.from_row(tuple(STORED[c] for c in CLAIM_COLUMNS)[:-1], "owner")
+        ClaimedJob.from_row(row_of(STORED)[:-1], "owner")
 
 
 def test_to_datetime_without_use_tz_keeps_a_naive_value() -> None:
